@@ -14,6 +14,7 @@ from kemu.component.featuregate import (
     DRA_PRIORITIZED_LIST,
     DRA_RESOURCE_CLAIM_DEVICE_STATUS,
     DRA_WORKLOAD_RESOURCE_CLAIMS,
+    DYNAMIC_RESOURCE_ALLOCATION,
     GENERIC_WORKLOAD,
     IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION,
     MATCH_LABEL_KEYS_IN_POD_TOPOLOGY_SPREAD_SELECTOR_MERGE,
@@ -50,6 +51,7 @@ def pod_group_rules(gates: FeatureGates) -> PodGroupRules:
 def dra_rules(gates: FeatureGates) -> DraRules:
     """resource.k8s.io's gated fields at the gates (kemu.machinery.dra)."""
     return DraRules(
+        dynamic_resource_allocation=gates.enabled(DYNAMIC_RESOURCE_ALLOCATION),
         admin_access=gates.enabled(DRA_ADMIN_ACCESS),
         prioritized_list=gates.enabled(DRA_PRIORITIZED_LIST),
         device_taints=gates.enabled(DRA_DEVICE_TAINTS),

@@ -32,6 +32,9 @@ TOLERATION_OP_EXISTS: Final = "Exists"
 class DraRules:
     """What the DRA API looks like at the apiserver's gates (resolved once, passed down)."""
 
+    dynamic_resource_allocation: bool = True
+    """DynamicResourceAllocation: a pod's spec.resourceClaims, containers' resources.claims
+    and status.resourceClaimStatuses (the kinds themselves are served by kinds.Served)."""
     admin_access: bool = True
     """DRAAdminAccess: a request's exactly.adminAccess and a result's adminAccess."""
     prioritized_list: bool = True
@@ -262,6 +265,34 @@ def drop_disabled_class_fields(
         old is not None and old.HasField("extended_resource_name")
     ):
         spec.ClearField("extended_resource_name")
+
+
+def drop_disabled_pod_fields(spec: pb.PodSpec, old: pb.PodSpec | None, rules: DraRules) -> None:
+    """pkg/api/pod/util.go dropDisabledDynamicResourceAllocationFields: without the gate a
+    pod's claims and its containers' claims are dropped unless the stored pod uses them."""
+    if rules.dynamic_resource_allocation or (old is not None and _pod_uses_claims(old)):
+        return
+    del spec.resource_claims[:]
+    for c in (*spec.init_containers, *spec.containers):
+        del c.resources.claims[:]
+
+
+def _pod_uses_claims(spec: pb.PodSpec) -> bool:
+    return bool(spec.resource_claims) or any(
+        c.resources.claims for c in (*spec.init_containers, *spec.containers)
+    )
+
+
+def drop_disabled_pod_status_fields(
+    status: pb.PodStatus, old: pb.PodStatus, rules: DraRules
+) -> None:
+    """dropDisabledPodStatusFields' DRA part: resourceClaimStatuses without
+    DynamicResourceAllocation, extendedResourceClaimStatus without DRAExtendedResource, each
+    unless the stored status has it."""
+    if not rules.dynamic_resource_allocation and not old.resource_claim_statuses:
+        del status.resource_claim_statuses[:]
+    if not rules.extended_resource and not old.HasField("extended_resource_claim_status"):
+        status.ClearField("extended_resource_claim_status")
 
 
 def uses_admin_access(spec: pb.ResourceClaimSpec) -> list[int]:

@@ -19,7 +19,7 @@ from typing import Final
 from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
-from kemu.machinery import apps, batch, storage
+from kemu.machinery import apps, batch, dra, storage
 from kemu.machinery import namespaces as ns_rules
 from kemu.machinery.convert import timestamp
 from kemu.machinery.defaults import set_defaults
@@ -141,6 +141,7 @@ class PodStrategy(Strategy):
             obj.spec.ClearField("scheduling_gates")
         _pod_level_resources(obj, None, opts)
         drop_disabled_pod_scheduling_group(obj.spec, None, opts.pod_groups)
+        dra.drop_disabled_pod_fields(obj.spec, None, opts.dra)
         # podStrategy.PrepareForCreate: the QoS class, pod-level resources deciding with their
         # gate. Upstream's quantities were parsed when the request was decoded; here one that
         # does not parse leaves the class empty, for validation to refuse the pod by its field.
@@ -156,6 +157,7 @@ class PodStrategy(Strategy):
         assert isinstance(new, types_pb2.Pod) and isinstance(old, types_pb2.Pod)
         _pod_level_resources(new, old, opts)
         drop_disabled_pod_scheduling_group(new.spec, old.spec, opts.pod_groups)
+        dra.drop_disabled_pod_fields(new.spec, old.spec, opts.dra)
 
     def prepare_for_status_update(
         self, sent: Message, old: Message, opts: StrategyOptions, now: float
@@ -170,6 +172,7 @@ class PodStrategy(Strategy):
             observed_generation=opts.pod_observed_generation,
             host_ips=opts.pod_host_ips,
         )
+        dra.drop_disabled_pod_status_fields(result.status, old.status, opts.dra)
         backfill_qos_class(result, old)
         return result
 

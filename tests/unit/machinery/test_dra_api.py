@@ -423,3 +423,28 @@ def test_s_dra_api_14_v1beta1_shape_converted() -> None:
     ]
     v1beta2: Any = podgroups.to_versioned(claim, "resource.k8s.io/v1beta2")
     assert v1beta2["spec"]["devices"]["requests"][0]["exactly"]["count"] == 2
+
+
+def test_s_dra_api_16_pod_claims_dropped_without_the_gate() -> None:
+    """pkg/api/pod/util.go dropDisabledDynamicResourceAllocationFields (1.32-1.33: the gate is
+    beta and off)."""
+    off = StrategyOptions(dra=DraRules(dynamic_resource_allocation=False))
+    kind = BY_KIND["Pod"]
+    data = {
+        "metadata": {"name": "p", "namespace": "default"},
+        "spec": {
+            "containers": [{"name": "c", "image": "i", "resources": {"claims": [{"name": "gpu"}]}}],
+            "resourceClaims": [{"name": "gpu", "resourceClaimName": "c"}],
+        },
+    }
+    pod = from_dict(kind, data)
+    strategy_for(kind).prepare_for_create(pod, off, 0)
+    assert isinstance(pod, pb.Pod)
+    assert not pod.spec.resource_claims and not pod.spec.containers[0].resources.claims
+    kept = from_dict(kind, data)
+    strategy_for(kind).prepare_for_create(kept, OPTS, 0)
+    assert isinstance(kept, pb.Pod)
+    update = pb.Pod()
+    update.CopyFrom(kept)
+    strategy_for(kind).prepare_for_update(update, kept, off)
+    assert update.spec.resource_claims  # in use: kept
