@@ -3,7 +3,9 @@ a namespace labelled `resource.kubernetes.io/admin-access: "true"` (upstream
 pkg/registry/resource/resourceclaim/strategy.go and resourceclaimtemplate/strategy.go Validate,
 through k8s.io/dynamic-resource-allocation/resourceclaim AuthorizedForAdmin). Upstream checks it
 in the strategy with a namespace client; kemu's strategies are pure, so the check reads the
-namespace from the apiserver's watch cache here."""
+namespace from the apiserver's watch cache here. (Upstream also checks a status write that
+newly grants adminAccess in `status.allocation.devices.results`, AuthorizedForAdminStatus:
+kemu does not, its status writes having no admission step.)"""
 
 from __future__ import annotations
 
@@ -15,29 +17,27 @@ from kemu.machinery.errors import Invalid
 from kemu.machinery.validation.field import forbidden
 
 
-def admin_access_spec(obj: Message) -> tuple[types_pb2.ResourceClaimSpec, str] | None:
-    """The claim spec of a claim or template and its path, when it asks for admin access."""
+def admin_access_spec(obj: Message) -> types_pb2.ResourceClaimSpec | None:
+    """The claim spec of a claim or template, when it asks for admin access."""
     if isinstance(obj, types_pb2.ResourceClaim):
-        spec, path = obj.spec, "spec"
+        spec = obj.spec
     elif isinstance(obj, types_pb2.ResourceClaimTemplate):
-        spec, path = obj.spec.spec, "spec.spec"
+        spec = obj.spec.spec
     else:
         return None
-    return (spec, path) if uses_admin_access(spec) else None
+    return spec if uses_admin_access(spec) else None
 
 
 def validate_admin_access(obj: Message, namespace: types_pb2.Namespace | None) -> None:
-    """Invalid (Forbidden at each request's exactly.adminAccess) unless the namespace carries
-    the admin-access label."""
-    found = admin_access_spec(obj)
-    if found is None:
+    """Invalid unless the namespace carries the admin-access label: Forbidden at the first
+    request asking for it, at upstream's path `spec.devices.requests[i].adminAccess` (for a
+    template too: AuthorizedForAdmin is given the requests only)."""
+    spec = admin_access_spec(obj)
+    if spec is None:
         return
     if namespace is not None and namespace.metadata.labels.get(ADMIN_ACCESS_LABEL) == "true":
         return
-    spec, path = found
-    causes = [
-        forbidden(f"{path}.devices.requests[{i}].exactly.adminAccess", ADMIN_ACCESS_FORBIDDEN)
-        for i in uses_admin_access(spec)
-    ]
+    first = uses_admin_access(spec)[0]
+    causes = [forbidden(f"spec.devices.requests[{first}].adminAccess", ADMIN_ACCESS_FORBIDDEN)]
     kind = type(obj).__name__
     raise Invalid.from_causes(f'{kind} "{obj.metadata.name}"', causes)  # type: ignore[attr-defined]

@@ -285,3 +285,35 @@ def test_s_dra_api_15_v1beta1_and_v1beta2_at_1_33(tmp_path_factory: pytest.TempP
         assert device == {"name": "gpu-0", "basic": {"attributes": {"model": {"string": "A100"}}}}
         missing = kubectl.run("get", "resourceclaims.v1.resource.k8s.io", check=False)
         assert missing.returncode != 0
+
+
+ADMIN_CLAIM = """
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata:
+  name: admin
+  namespace: {ns}
+spec:
+  devices:
+    requests:
+    - name: all
+      exactly:
+        deviceClassName: gpu.example.com
+        allocationMode: All
+        adminAccess: true
+"""
+
+
+def test_s_dra_api_17_admin_access_needs_the_namespace_label(kubectl: Kubectl) -> None:
+    """resourceclaim/strategy.go authorizedForAdmin (DRAAdminAccess GA at 1.36)."""
+    ns = kubectl.namespace("dra-admin")
+    refused = kubectl.run("apply", "-f", "-", stdin=ADMIN_CLAIM.format(ns=ns), check=False)
+    assert refused.returncode != 0
+    assert (
+        "spec.devices.requests[0].adminAccess: Forbidden: admin access to devices requires the "
+        "`resource.kubernetes.io/admin-access: true` label on the containing namespace"
+    ) in refused.stderr
+    kubectl.run("label", "namespace", ns, "resource.kubernetes.io/admin-access=true")
+    kubectl.run("apply", "-f", "-", stdin=ADMIN_CLAIM.format(ns=ns))
+    claim = kubectl.json("get", "resourceclaim", "admin", "-n", ns)
+    assert claim["spec"]["devices"]["requests"][0]["exactly"]["adminAccess"] is True
