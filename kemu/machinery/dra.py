@@ -19,8 +19,6 @@ ADMIN_ACCESS_FORBIDDEN: Final = (
     "admin access to devices requires the `resource.kubernetes.io/admin-access: true` label on "
     "the containing namespace"
 )
-DELETE_PROTECTION_FINALIZER: Final = "resource.kubernetes.io/delete-protection"
-EXTENDED_RESOURCE_CLAIM_ANNOTATION: Final = "resource.kubernetes.io/extended-resource-claim"
 
 ALLOCATION_MODE_EXACT_COUNT: Final = "ExactCount"
 ALLOCATION_MODE_ALL: Final = "All"
