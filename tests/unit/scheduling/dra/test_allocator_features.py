@@ -10,7 +10,12 @@ from dataclasses import replace
 import pytest
 
 from kemu.api.v1 import types_pb2
-from kemu.scheduling.dra.allocator import AllocatedState, AllocationError, Allocator
+from kemu.scheduling.dra.allocator import (
+    AllocatedState,
+    AllocationError,
+    Allocator,
+    new_cel_cache,
+)
 from kemu.scheduling.dra.cel_cache import CelCache
 from kemu.scheduling.dra.taints import apply_taint_rules
 from tests.unit.scheduling.dra.builders import (
@@ -454,3 +459,38 @@ def test_s_dra_alloc_46_subrequest_config_by_its_full_name() -> None:
     assert results is not None
     claim_configs = [x for x in results[0].devices.config if x.source == "FromClaim"]
     assert [x.opaque.parameters.raw for x in claim_configs] == ['{"sub":1}']
+
+
+# ---------------------------------------------------------------- real CEL
+
+
+def test_s_dra_alloc_47_real_cel_selectors() -> None:
+    devs = [
+        device("small", attrs={"model": "T4"}, capacity={"memory": "16Gi"}),
+        device("big", attrs={"model": "A100"}, capacity={"memory": "80Gi"}),
+    ]
+    cls = device_class(CLASS, [f'device.driver == "{DRIVER}"'])
+    c = claim(
+        "c",
+        request(
+            selectors=[
+                f'device.attributes["{DRIVER}"].model == "A100"',
+                f'device.capacity["{DRIVER}"].memory.compareTo(quantity("40Gi")) >= 0',
+            ]
+        ),
+    )
+    cache = new_cel_cache(ALL)
+    alloc = Allocator(ALL, [c], AllocatedState(), {CLASS: cls}, [slice_("s", devs)], cache)
+    assert picked(alloc.allocate(node())) == [[(REQ, DRIVER, NODE, "big")]]
+    # A missing attribute is a runtime error that aborts, with upstream's wrapping.
+    bad = claim("c", request(selectors=[f'device.attributes["{DRIVER}"].nope == 1']))
+    alloc = Allocator(ALL, [bad], AllocatedState(), {CLASS: cls}, [slice_("s", devs)], cache)
+    with pytest.raises(AllocationError) as e:
+        alloc.allocate(node())
+    assert str(e.value).startswith(
+        f"claim default/c: selector #0 on device {DRIVER}/{NODE}/small: CEL runtime error: "
+    )
+    # The short-circuit idiom avoids it.
+    ok = claim("c", request(selectors=[f'device.attributes["{DRIVER}"].?nope.orValue(0) == 0']))
+    alloc = Allocator(ALL, [ok], AllocatedState(), {CLASS: cls}, [slice_("s", devs)], cache)
+    assert picked(alloc.allocate(node())) == [[(REQ, DRIVER, NODE, "small")]]
