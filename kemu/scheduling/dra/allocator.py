@@ -16,7 +16,9 @@ implementation that reads `Features`.
 
 Errors that abort allocation (a missing class, a CEL error, an invalid pool asked for all
 devices, ...) raise AllocationError with upstream's message; `allocate` returns None when the
-claims do not fit on the node.
+claims do not fit on the node. FailedAllocationOnNode (an AllocationError) is the one that is
+not fatal: the node has invalid pools and nothing else fits; the plugin makes it Unschedulable
+on that node.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ from kemu.scheduling.dra.cel_cache import (
     CelRuntimeError,
 )
 from kemu.scheduling.dra.constraints import Constraint, DistinctAttribute, MatchAttribute
-from kemu.scheduling.dra.pools import AllocationError, Pool, node_matches
+from kemu.scheduling.dra.pools import AllocationError, FailedAllocationOnNode, Pool, node_matches
 from kemu.scheduling.dra.taints import taint_prevents_allocation
 
 __all__ = [
@@ -58,6 +60,7 @@ __all__ = [
     "AllocationError",
     "Allocator",
     "DeviceID",
+    "FailedAllocationOnNode",
     "Features",
 ]
 
@@ -496,8 +499,8 @@ class _Run:
         if not done:
             for pool in self.pools:
                 if pool.is_invalid:
-                    # Not fatal for other nodes (upstream ErrFailedAllocationOnNode).
-                    raise AllocationError("invalid resource pools were encountered")
+                    # Not fatal for other nodes.
+                    raise FailedAllocationOnNode("invalid resource pools were encountered")
             return None
         return [self._result(i, claim) for i, claim in enumerate(self.claims)]
 

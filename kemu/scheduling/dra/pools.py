@@ -23,6 +23,12 @@ class AllocationError(Exception):
     plugin turns it into an Error status, not Unschedulable). The message is upstream's."""
 
 
+class FailedAllocationOnNode(AllocationError):
+    """Not fatal: this node cannot be used, others may (upstream's ErrFailedAllocationOnNode;
+    the plugin makes it Unschedulable with this message: only when every node fails is it
+    seen)."""
+
+
 @dataclass(frozen=True, slots=True, order=True)
 class PoolID:
     driver: str
