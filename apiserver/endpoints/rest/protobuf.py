@@ -11,6 +11,7 @@ The envelope is the magic `k8s\\0` then a runtime.Unknown{typeMeta{apiVersion, k
 from __future__ import annotations
 
 import base64
+import json
 import struct
 from typing import Any, Final
 
@@ -128,6 +129,14 @@ def _value(typ: str, raw: Any, where: str, schema: Schema) -> Any:
         return format_time(Timestamp(seconds=seconds, nanos=nanos))
     if typ == "quantity":
         return _str(fields(data), 1, where) or ""
+    if typ == "raw":  # runtime.RawExtension: the JSON text in field 1
+        text = _str(fields(data), 1, where)
+        if not text:
+            return None
+        try:
+            return json.loads(text)
+        except ValueError:
+            raise BadRequest(f"the protobuf body has {where} that is not JSON") from None
     if typ == "int_or_string":
         f = fields(data)
         if _varint_value(f.get(1, [0])[-1], where) == 1:

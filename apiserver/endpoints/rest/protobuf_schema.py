@@ -4,7 +4,7 @@ clients' bodies with. Fields kemu does not have are absent (a body's value for o
 as protobuf drops unknown fields).
 
 A type is a scalar ("string", "int", "bool", "bytes", "double"), one of apimachinery's
-"time" (Time, MicroTime), "quantity", "int_or_string", a map ("map" of strings, "map_<type>"),
+"time" (Time, MicroTime), "quantity", "int_or_string", "raw" (runtime.RawExtension: JSON bytes), a map ("map" of strings, "map_<type>"),
 another message's name, "[]<type>" for a repeated field, or "~<message>" for a struct that
 upstream's JSON inlines into its parent (an empty JSON name).
 
@@ -178,8 +178,220 @@ BY_GROUP_VERSION: Final[dict[str, Messages]] = {
 """A group version's messages where they differ from SCHEMA's (same names, other numbers or
 fields); every group version a kind of SCHEMA is served as is a key."""
 
+# resource.k8s.io/v1 (kubernetes/api resource/v1/generated.proto, 1.34+); DeviceTaintRule's
+# numbers are v1alpha3's, kept by v1beta2 and v1 (deviceClassName 1 and selectors 5 of its
+# selector were dropped in 1.35).
+_RESOURCE_V1: Final[Messages] = {
+    "DeviceClass": {1: ("metadata", "ObjectMeta"), 2: ("spec", "DeviceClassSpec")},
+    "DeviceClassSpec": {
+        1: ("selectors", "[]DeviceSelector"),
+        2: ("config", "[]DeviceClassConfiguration"),
+        4: ("extendedResourceName", "string"),
+    },
+    "DeviceSelector": {1: ("cel", "CELDeviceSelector")},
+    "CELDeviceSelector": {1: ("expression", "string")},
+    "DeviceClassConfiguration": {1: ("", "~DeviceConfiguration")},
+    "DeviceConfiguration": {1: ("opaque", "OpaqueDeviceConfiguration")},
+    "OpaqueDeviceConfiguration": {1: ("driver", "string"), 2: ("parameters", "raw")},
+    "ResourceSlice": {1: ("metadata", "ObjectMeta"), 2: ("spec", "ResourceSliceSpec")},
+    "ResourceSliceSpec": {
+        1: ("driver", "string"),
+        2: ("pool", "ResourcePool"),
+        3: ("nodeName", "string"),
+        4: ("nodeSelector", "NodeSelector"),
+        5: ("allNodes", "bool"),
+        6: ("devices", "[]Device"),
+        7: ("perDeviceNodeSelection", "bool"),
+        8: ("sharedCounters", "[]CounterSet"),
+    },
+    "ResourcePool": {
+        1: ("name", "string"),
+        2: ("generation", "int"),
+        3: ("resourceSliceCount", "int"),
+    },
+    "Device": {
+        1: ("name", "string"),
+        2: ("attributes", "map_DeviceAttribute"),
+        3: ("capacity", "map_DeviceCapacity"),
+        4: ("consumesCounters", "[]DeviceCounterConsumption"),
+        5: ("nodeName", "string"),
+        6: ("nodeSelector", "NodeSelector"),
+        7: ("allNodes", "bool"),
+        8: ("taints", "[]DeviceTaint"),
+        9: ("bindsToNode", "bool"),
+        10: ("bindingConditions", "[]string"),
+        11: ("bindingFailureConditions", "[]string"),
+        12: ("allowMultipleAllocations", "bool"),
+    },
+    "DeviceAttribute": {
+        2: ("int", "int"),
+        3: ("bool", "bool"),
+        4: ("string", "string"),
+        5: ("version", "string"),
+    },
+    "DeviceCapacity": {1: ("value", "quantity"), 2: ("requestPolicy", "CapacityRequestPolicy")},
+    "CapacityRequestPolicy": {
+        1: ("default", "quantity"),
+        3: ("validValues", "[]quantity"),
+        4: ("validRange", "CapacityRequestPolicyRange"),
+    },
+    "CapacityRequestPolicyRange": {
+        1: ("min", "quantity"),
+        2: ("max", "quantity"),
+        3: ("step", "quantity"),
+    },
+    "Counter": {1: ("value", "quantity")},
+    "CounterSet": {1: ("name", "string"), 2: ("counters", "map_Counter")},
+    "DeviceCounterConsumption": {1: ("counterSet", "string"), 2: ("counters", "map_Counter")},
+    "DeviceTaint": {
+        1: ("key", "string"),
+        2: ("value", "string"),
+        3: ("effect", "string"),
+        4: ("timeAdded", "time"),
+    },
+    "ResourceClaim": {
+        1: ("metadata", "ObjectMeta"),
+        2: ("spec", "ResourceClaimSpec"),
+        3: ("status", "ResourceClaimStatus"),
+    },
+    "ResourceClaimSpec": {1: ("devices", "DeviceClaim")},
+    "DeviceClaim": {
+        1: ("requests", "[]DeviceRequest"),
+        2: ("constraints", "[]DeviceConstraint"),
+        3: ("config", "[]DeviceClaimConfiguration"),
+    },
+    "DeviceRequest": {
+        1: ("name", "string"),
+        2: ("exactly", "ExactDeviceRequest"),
+        3: ("firstAvailable", "[]DeviceSubRequest"),
+    },
+    "ExactDeviceRequest": {
+        1: ("deviceClassName", "string"),
+        2: ("selectors", "[]DeviceSelector"),
+        3: ("allocationMode", "string"),
+        4: ("count", "int"),
+        5: ("adminAccess", "bool"),
+        6: ("tolerations", "[]DeviceToleration"),
+        7: ("capacity", "CapacityRequirements"),
+    },
+    "DeviceSubRequest": {
+        1: ("name", "string"),
+        2: ("deviceClassName", "string"),
+        3: ("selectors", "[]DeviceSelector"),
+        4: ("allocationMode", "string"),
+        5: ("count", "int"),
+        6: ("tolerations", "[]DeviceToleration"),
+        7: ("capacity", "CapacityRequirements"),
+    },
+    "CapacityRequirements": {1: ("requests", "map_quantity")},
+    "DeviceToleration": {
+        1: ("key", "string"),
+        2: ("operator", "string"),
+        3: ("value", "string"),
+        4: ("effect", "string"),
+        5: ("tolerationSeconds", "int"),
+    },
+    "DeviceConstraint": {
+        1: ("requests", "[]string"),
+        2: ("matchAttribute", "string"),
+        3: ("distinctAttribute", "string"),
+    },
+    "DeviceClaimConfiguration": {1: ("requests", "[]string"), 2: ("", "~DeviceConfiguration")},
+    "ResourceClaimStatus": {
+        1: ("allocation", "AllocationResult"),
+        2: ("reservedFor", "[]ResourceClaimConsumerReference"),
+        4: ("devices", "[]AllocatedDeviceStatus"),
+    },
+    "AllocationResult": {
+        1: ("devices", "DeviceAllocationResult"),
+        3: ("nodeSelector", "NodeSelector"),
+        5: ("allocationTimestamp", "time"),
+    },
+    "DeviceAllocationResult": {
+        1: ("results", "[]DeviceRequestAllocationResult"),
+        2: ("config", "[]DeviceAllocationConfiguration"),
+    },
+    "DeviceRequestAllocationResult": {
+        1: ("request", "string"),
+        2: ("driver", "string"),
+        3: ("pool", "string"),
+        4: ("device", "string"),
+        5: ("adminAccess", "bool"),
+        6: ("tolerations", "[]DeviceToleration"),
+        7: ("bindingConditions", "[]string"),
+        8: ("bindingFailureConditions", "[]string"),
+        9: ("shareID", "string"),
+        10: ("consumedCapacity", "map_quantity"),
+    },
+    "DeviceAllocationConfiguration": {
+        1: ("source", "string"),
+        2: ("requests", "[]string"),
+        3: ("", "~DeviceConfiguration"),
+    },
+    "ResourceClaimConsumerReference": {
+        1: ("apiGroup", "string"),
+        3: ("resource", "string"),
+        4: ("name", "string"),
+        5: ("uid", "string"),
+    },
+    "AllocatedDeviceStatus": {
+        1: ("driver", "string"),
+        2: ("pool", "string"),
+        3: ("device", "string"),
+        4: ("conditions", "[]Condition"),
+        5: ("data", "raw"),
+        6: ("networkData", "NetworkDeviceData"),
+        7: ("shareID", "string"),
+    },
+    "NetworkDeviceData": {
+        1: ("interfaceName", "string"),
+        2: ("ips", "[]string"),
+        3: ("hardwareAddress", "string"),
+    },
+    "ResourceClaimTemplate": {
+        1: ("metadata", "ObjectMeta"),
+        2: ("spec", "ResourceClaimTemplateSpec"),
+    },
+    "ResourceClaimTemplateSpec": {1: ("metadata", "ObjectMeta"), 2: ("spec", "ResourceClaimSpec")},
+    "DeviceTaintRule": {
+        1: ("metadata", "ObjectMeta"),
+        2: ("spec", "DeviceTaintRuleSpec"),
+        3: ("status", "DeviceTaintRuleStatus"),
+    },
+    "DeviceTaintRuleSpec": {
+        1: ("deviceSelector", "DeviceTaintSelector"),
+        2: ("taint", "DeviceTaint"),
+    },
+    "DeviceTaintSelector": {
+        2: ("driver", "string"),
+        3: ("pool", "string"),
+        4: ("device", "string"),
+    },
+    "DeviceTaintRuleStatus": {1: ("conditions", "[]Condition")},
+}
+
 SCHEMA: Final[Messages] = {
     **_SCHEDULING_1_37,
+    **_RESOURCE_V1,
+    # core/v1's DRA fields: PodSpec.resourceClaims 39, ResourceRequirements.claims 3 (a
+    # container's core/v1 ResourceClaim, named apart from resource.k8s.io's kind),
+    # PodStatus.resourceClaimStatuses 15 and extendedResourceClaimStatus 18.
+    "PodResourceClaim": {
+        1: ("name", "string"),
+        3: ("resourceClaimName", "string"),
+        4: ("resourceClaimTemplateName", "string"),
+    },
+    "ContainerResourceClaim": {1: ("name", "string"), 2: ("request", "string")},
+    "PodResourceClaimStatus": {1: ("name", "string"), 2: ("resourceClaimName", "string")},
+    "PodExtendedResourceClaimStatus": {
+        1: ("requestMappings", "[]ContainerExtendedResourceRequest"),
+        2: ("resourceClaimName", "string"),
+    },
+    "ContainerExtendedResourceRequest": {
+        1: ("containerName", "string"),
+        2: ("resourceName", "string"),
+        3: ("requestName", "string"),
+    },
     "PodSchedulingGroup": {1: ("podGroupName", "string")},
     # core/v1's WorkloadReference (1.35's PodSpec.workloadRef), named apart from scheduling's
     "PodWorkloadReference": {
@@ -680,6 +892,7 @@ SCHEMA: Final[Messages] = {
         40: ("resources", "ResourceRequirements"),
         42: ("workloadRef", "PodWorkloadReference"),
         43: ("schedulingGroup", "PodSchedulingGroup"),
+        39: ("resourceClaims", "[]PodResourceClaim"),
     },
     "PodStatus": {
         1: ("phase", "string"),
@@ -695,8 +908,10 @@ SCHEMA: Final[Messages] = {
         11: ("nominatedNodeName", "string"),
         12: ("podIPs", "[]PodIP"),
         14: ("resize", "string"),
+        15: ("resourceClaimStatuses", "[]PodResourceClaimStatus"),
         16: ("hostIPs", "[]HostIP"),
         17: ("observedGeneration", "int"),
+        18: ("extendedResourceClaimStatus", "PodExtendedResourceClaimStatus"),
     },
     "PodTemplateSpec": {1: ("metadata", "ObjectMeta"), 2: ("spec", "PodSpec")},
     "Preconditions": {1: ("uid", "string"), 2: ("resourceVersion", "string")},
@@ -755,7 +970,11 @@ SCHEMA: Final[Messages] = {
         2: ("resource", "string"),
         3: ("divisor", "quantity"),
     },
-    "ResourceRequirements": {1: ("limits", "map_quantity"), 2: ("requests", "map_quantity")},
+    "ResourceRequirements": {
+        1: ("limits", "map_quantity"),
+        2: ("requests", "map_quantity"),
+        3: ("claims", "[]ContainerResourceClaim"),
+    },
     "RollingUpdateDaemonSet": {
         1: ("maxUnavailable", "int_or_string"),
         2: ("maxSurge", "int_or_string"),

@@ -282,7 +282,7 @@ def test_protobuf_schema_covers_every_kind() -> None:
             target = typ.removeprefix("[]").removeprefix("~").removeprefix("map_")
             assert target in protobuf_schema.SCHEMA or target in {
                 "string", "int", "bool", "bytes", "double", "time", "quantity", "int_or_string",
-                "map",
+                "map", "raw",
             }, (name, json_name, typ)  # fmt: skip
 
 
