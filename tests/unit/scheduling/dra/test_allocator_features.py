@@ -17,7 +17,7 @@ from kemu.scheduling.dra.allocator import (
     new_cel_cache,
 )
 from kemu.scheduling.dra.cel_cache import CelCache
-from kemu.scheduling.dra.taints import apply_taint_rules
+from kemu.scheduling.dra.taints import TaintedSlices, apply_taint_rules
 from tests.unit.scheduling.dra.builders import (
     CLASS,
     DRIVER,
@@ -494,3 +494,22 @@ def test_s_dra_alloc_47_real_cel_selectors() -> None:
     ok = claim("c", request(selectors=[f'device.attributes["{DRIVER}"].?nope.orValue(0) == 0']))
     alloc = Allocator(ALL, [ok], AllocatedState(), {CLASS: cls}, [slice_("s", devs)], cache)
     assert picked(alloc.allocate(node())) == [[(REQ, DRIVER, NODE, "small")]]
+
+
+def test_s_dra_alloc_48_tainted_slices_stay_the_same_objects() -> None:
+    rule = types_pb2.DeviceTaintRule()
+    rule.spec.device_selector.device = "dev-1"
+    rule.spec.taint.key = "maintenance"
+    rule.spec.taint.effect = "NoExecute"
+    s, t = slice_("s", ["dev-1"]), slice_("t", ["dev-2"], pool="q")
+    tainted = TaintedSlices()
+    first = tainted.apply([s, t], [rule])
+    again = tainted.apply([s, t], [rule])
+    assert first[0] is again[0] and first[0] is not s and again[1] is t
+    # Another rule object (an update): taints computed again.
+    rule2 = types_pb2.DeviceTaintRule()
+    rule2.CopyFrom(rule)
+    rule2.spec.taint.key = "other"
+    third = tainted.apply([s, t], [rule2])
+    assert [x.key for x in third[0].spec.devices[0].taints] == ["other"]
+    assert tainted.apply([s, t], []) == [s, t]
