@@ -513,3 +513,82 @@ def test_s_dra_alloc_48_tainted_slices_stay_the_same_objects() -> None:
     third = tainted.apply([s, t], [rule2])
     assert [x.key for x in third[0].spec.devices[0].taints] == ["other"]
     assert tainted.apply([s, t], []) == [s, t]
+
+
+def counter_device(name: str, **by_set: dict[str, str]) -> types_pb2.Device:
+    return device(name, counters=by_set)
+
+
+def test_s_dra_alloc_49_partitionable_two_requests_skip_the_partition_that_overflows() -> None:
+    # upstream "partitionable-devices-multiple-devices": 8Gi shared by 4Gi, 6Gi, 4Gi partitions.
+    slices = [
+        slice_(
+            "devices",
+            [
+                counter_device("dev-1", cs1={"memory": "4Gi"}),
+                counter_device("dev-2", cs1={"memory": "6Gi"}),
+                counter_device("dev-3", cs1={"memory": "4Gi"}),
+            ],
+            pool="p",
+            count=2,
+        ),
+        slice_("counters", shared_counters={"cs1": {"memory": "8Gi"}}, pool="p", count=2),
+    ]
+    c = claim("c", request(REQ), request(REQ1))
+    assert picked(allocate([c], slices)) == [
+        [(REQ, DRIVER, "p", "dev-1"), (REQ1, DRIVER, "p", "dev-3")]
+    ]
+
+
+def test_s_dra_alloc_50_partitionable_pools_with_allocated_devices() -> None:
+    # upstream "partitionable-devices-multiple-pools": pool p1's cpus are used up by allocated
+    # partitions; p2 has room for exactly two small ones.
+    def pool(name: str, devices: list[types_pb2.Device]) -> list[types_pb2.ResourceSlice]:
+        return [
+            slice_(f"{name}-devices", devices, pool=name, count=2),
+            slice_(
+                f"{name}-counters",
+                shared_counters={"cs1": {"cpus": "8", "memory": "18Gi"}},
+                pool=name,
+                count=2,
+            ),
+        ]
+
+    p1 = pool(
+        "p1",
+        [
+            counter_device("dev-1", cs1={"cpus": "6", "memory": "4Gi"}),
+            counter_device("dev-2", cs1={"cpus": "4", "memory": "6Gi"}),
+            counter_device("dev-3", cs1={"cpus": "4", "memory": "4Gi"}),
+        ],
+    )
+    p2 = pool(
+        "p2",
+        [
+            counter_device("dev-1", cs1={"cpus": "6", "memory": "4Gi"}),
+            counter_device("dev-2", cs1={"cpus": "1", "memory": "7Gi"}),
+            counter_device("dev-3", cs1={"cpus": "1", "memory": "7Gi"}),
+        ],
+    )
+    used = allocated(
+        claim("old"), (DRIVER, "p1", "dev-2"), (DRIVER, "p1", "dev-3"), (DRIVER, "p2", "dev-1")
+    )
+    c = claim("c", request(REQ), request(REQ1))
+    assert picked(allocate([c], p1 + p2, allocated_claims=[used])) == [
+        [(REQ, DRIVER, "p2", "dev-2"), (REQ1, DRIVER, "p2", "dev-3")]
+    ]
+
+
+def test_s_dra_alloc_51_partitionable_off_the_counter_slice_still_completes_the_pool() -> None:
+    # upstream "partitionable-devices-disabled-other-device-do-not-consume-counters".
+    slices = [
+        slice_(
+            "devices",
+            [counter_device("dev-1", cs1={"memory": "4Gi"}), device("dev-2")],
+            pool="p",
+            count=2,
+        ),
+        slice_("counters", shared_counters={"cs1": {"memory": "18Gi"}}, pool="p", count=2),
+    ]
+    off = replace(ALL, partitionable_devices=False)
+    assert picked(allocate([claim()], slices, features=off)) == [[(REQ, DRIVER, "p", "dev-2")]]
