@@ -592,3 +592,80 @@ def test_s_dra_alloc_51_partitionable_off_the_counter_slice_still_completes_the_
     ]
     off = replace(ALL, partitionable_devices=False)
     assert picked(allocate([claim()], slices, features=off)) == [[(REQ, DRIVER, "p", "dev-2")]]
+
+
+def real(
+    claims: list[types_pb2.ResourceClaim],
+    slices: list[types_pb2.ResourceSlice],
+    classes: list[types_pb2.DeviceClass] | None = None,
+) -> list[types_pb2.AllocationResult] | None:
+    class_map = {c.metadata.name: c for c in (classes or [device_class()])}
+    ids = iter(f"share-{i}" for i in range(100))
+    alloc = Allocator(
+        ALL,
+        claims,
+        AllocatedState(),
+        class_map,
+        slices,
+        new_cel_cache(ALL),
+        share_id=lambda: next(ids),
+    )
+    return alloc.allocate(node())
+
+
+def test_s_dra_alloc_52_distinct_attribute_with_subrequests_on_shared_devices() -> None:
+    # upstream "with-distinct-constraints-with-subrequests": three requests prefer a device
+    # whose boolAttribute is true; only the first two must differ.
+    prefer = f'device.attributes["{DRIVER}"].boolAttribute'
+    devs = [
+        device("dev-1", attrs={"boolAttribute": True}, multi=True),
+        device("dev-2", attrs={"boolAttribute": False}, multi=True),
+    ]
+    c = claim(
+        "c",
+        *(
+            first_available(r, sub_request("sub-0", selectors=[prefer]), sub_request("sub-1"))
+            for r in (REQ, REQ1, "req-2")
+        ),
+        distinct_attribute=[(f"{DRIVER}/boolAttribute", [REQ, REQ1])],
+    )
+    results = real([c], [slice_("s", devs)])
+    assert picked(results) == [
+        [
+            (f"{REQ}/sub-0", DRIVER, NODE, "dev-1"),
+            (f"{REQ1}/sub-1", DRIVER, NODE, "dev-2"),
+            ("req-2/sub-0", DRIVER, NODE, "dev-1"),
+        ]
+    ]
+    assert results is not None
+    assert [r.share_id for r in results[0].devices.results] == ["share-0", "share-1", "share-2"]
+    assert not any(r.consumed_capacity for r in results[0].devices.results)
+
+
+def test_s_dra_alloc_53_distinct_attribute_keeps_one_shared_device_from_two_requests() -> None:
+    # upstream "distinct-constraint-one-multi-allocatable-device-with-distinct-constraint" and
+    # its two-device sibling.
+    one = [device("dev-1", attrs={"s": "v1"}, capacity={"cap": "4"}, multi=True)]
+    c = claim(
+        "c",
+        request(REQ, capacity={"cap": "2"}),
+        request(REQ1, capacity={"cap": "2"}),
+        distinct_attribute=[(f"{DRIVER}/s", [])],
+    )
+    assert allocate([c], [slice_("s", one)]) is None
+    two = [*one, device("dev-2", attrs={"s": "v2"}, capacity={"cap": "4"}, multi=True)]
+    results = allocate([c], [slice_("s", two)])
+    assert picked(results) == [[(REQ, DRIVER, NODE, "dev-1"), (REQ1, DRIVER, NODE, "dev-2")]]
+    assert results is not None
+    assert [dict(r.consumed_capacity) for r in results[0].devices.results] == [
+        {"cap": "2"},
+        {"cap": "2"},
+    ]
+
+
+def test_s_dra_alloc_54_distinct_attribute_of_no_known_type_is_an_error() -> None:
+    d = device("dev-1", multi=True)
+    d.attributes["b"].SetInParent()  # an attribute without a value
+    c = claim("c", request(), distinct_attribute=[(f"{DRIVER}/b", [REQ])])
+    with pytest.raises(AllocationError, match="unsupported attribute value"):
+        allocate([c], [slice_("s", [d])])
