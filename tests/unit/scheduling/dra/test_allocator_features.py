@@ -669,3 +669,94 @@ def test_s_dra_alloc_54_distinct_attribute_of_no_known_type_is_an_error() -> Non
     c = claim("c", request(), distinct_attribute=[(f"{DRIVER}/b", [REQ])])
     with pytest.raises(AllocationError, match="unsupported attribute value"):
         allocate([c], [slice_("s", [d])])
+
+
+def ranged(name: str, value: str, attrs: dict[str, object] | None = None) -> types_pb2.Device:
+    """A shared device whose capacity `cap` is taken in steps of 2 from 2 up to 4 (upstream's
+    withCapacityRequestPolicyRange)."""
+    d = device(name, capacity={"cap": value}, multi=True, attrs=attrs)
+    policy = d.capacity["cap"].request_policy
+    policy.default_value = "2"
+    policy.valid_range.min = "2"
+    policy.valid_range.step = "2"
+    policy.valid_range.max = "4"
+    return d
+
+
+def valued(name: str, value: str, default: str, *values: str) -> types_pb2.Device:
+    d = device(name, capacity={"cap": value}, multi=True)
+    policy = d.capacity["cap"].request_policy
+    policy.default_value = default
+    policy.valid_values.extend([default, *values])
+    return d
+
+
+def consumed(results: list[types_pb2.AllocationResult] | None) -> list[list[dict[str, str]]]:
+    assert results is not None
+    return [[dict(r.consumed_capacity) for r in res.devices.results] for res in results]
+
+
+def test_s_dra_alloc_55_consumable_capacity_policies_as_upstreams_cases() -> None:
+    s = [slice_("s", [ranged("dev-1", "10")])]
+    # Rounded up to the range's minimum, then by step; above max: refused though it fits.
+    one = claim("a", request(capacity={"cap": "1"}))
+    assert consumed(allocate([one, claim("b", request(capacity={"cap": "1"}))], s)) == [
+        [{"cap": "2"}],
+        [{"cap": "2"}],
+    ]
+    assert consumed(allocate([claim("c", request(capacity={"cap": "3"}))], s)) == [[{"cap": "4"}]]
+    assert allocate([claim("c", request(capacity={"cap": "6"}))], s) is None
+    # validValues: the smallest valid value at least the request; none: refused.
+    assert consumed(
+        allocate(
+            [claim("c", request(capacity={"cap": "2"}))],
+            [slice_("s", [valued("d", "3", "1", "3")])],
+        )
+    ) == [[{"cap": "3"}]]
+    assert (
+        allocate(
+            [claim("c", request(capacity={"cap": "1"}))], [slice_("s", [valued("d", "1", "0")])]
+        )
+        is None
+    )
+
+
+def test_s_dra_alloc_56_consumable_capacity_backtracks_with_match_attribute() -> None:
+    # upstream "consumable-capacity-with-multi-allocatable-device-backtrack".
+    devs = [
+        ranged("dev-2", "2", {"s": "v1"}),
+        ranged("dev-1", "4", {"s": "v2"}),
+    ]
+    a = claim(
+        "a",
+        request(REQ, capacity={"cap": "2"}),
+        request(REQ1, capacity={"cap": "2"}),
+        match_attribute=[(f"{DRIVER}/s", [])],
+    )
+    b = claim("b", request(REQ, capacity={"cap": "2"}))
+    assert picked(allocate([a, b], [slice_("s", devs)])) == [
+        [(REQ, DRIVER, NODE, "dev-1"), (REQ1, DRIVER, NODE, "dev-1")],
+        [(REQ, DRIVER, NODE, "dev-2")],
+    ]
+
+
+def test_s_dra_alloc_57_consumable_capacity_all_mode_and_subrequests() -> None:
+    # "All" with a capacity request takes only the devices that have room.
+    devs = [
+        device("dev-1", capacity={"cap": "2"}, multi=True),
+        device("dev-2", capacity={"cap": "1"}, multi=True),
+        device("dev-3", multi=True),
+    ]
+    c = claim("c", request(mode="All", capacity={"cap": "2"}))
+    assert consumed(allocate([c], [slice_("s", devs)])) == [[{"cap": "2"}]]
+    # A subrequest whose capacity does not fit gives way to the next.
+    s = [slice_("s", [ranged("dev-1", "2")])]
+    c = claim(
+        "c",
+        first_available(
+            REQ,
+            sub_request("big", capacity={"cap": "4"}),
+            sub_request("small", capacity={"cap": "2"}),
+        ),
+    )
+    assert picked(allocate([c], s)) == [[(f"{REQ}/small", DRIVER, NODE, "dev-1")]]
