@@ -1045,10 +1045,6 @@ class _Run:
                     c = configs.add(source=SOURCE_FROM_CLAIM, requests=list(config.requests))
                     if config.HasField("opaque"):
                         c.opaque.CopyFrom(config.opaque)
-        # A config for every request: "empty means all".
-        for c in configs:
-            if len(c.requests) == len(requests):
-                del c.requests[:]
 
     def _node_selector(
         self, claim: types_pb2.ResourceClaim, results: list[_DeviceResult]

@@ -285,3 +285,34 @@ def test_s_dra_alloc_20_candidates_combine_not_permute() -> None:
             (REQ1, DRIVER, NODE, "dev-3"),
         ]
     ]
+
+
+def test_s_dra_alloc_58_network_attached_devices_union_their_selectors() -> None:
+    # upstream "many-network-attached-devices" and "local-and-network-attached-devices".
+    on = node(NODE, {"region": "r1", "planet": "earth"})
+    name = types_pb2.NodeSelector()
+    name.node_selector_terms.add().match_fields.add(
+        key="metadata.name", operator="In", values=[NODE]
+    )
+    slices = [
+        slice_("a", ["dev-1"], node_selector=label_selector("region", "r1"), pool="p1"),
+        slice_("b", ["dev-1"], all_nodes=True, pool="p2"),
+        slice_("c", ["dev-1"], node_selector=label_selector("planet", "earth"), pool="p3"),
+        slice_("d", ["dev-1"], node_selector=name, pool="p4"),
+    ]
+    results = allocate([claim("c", request(count=4))], slices, on=on)
+    assert results is not None
+    term = results[0].node_selector.node_selector_terms
+    assert len(term) == 1
+    assert [(e.key, list(e.values)) for e in term[0].match_expressions] == [
+        ("region", ["r1"]),
+        ("planet", ["earth"]),
+    ]
+    assert [(f.key, list(f.values)) for f in term[0].match_fields] == [("metadata.name", [NODE])]
+    # Once a device is node-local, the allocation is for that node only.
+    local = [slices[0], slice_("e", ["dev-1"], pool="p5")]
+    results = allocate([claim("c", request(count=2))], local, on=on)
+    assert results is not None
+    only = results[0].node_selector.node_selector_terms
+    assert not only[0].match_expressions
+    assert [list(f.values) for f in only[0].match_fields] == [[NODE]]

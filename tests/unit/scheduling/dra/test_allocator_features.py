@@ -439,13 +439,21 @@ def test_s_dra_alloc_44_class_and_claim_config_in_the_allocation() -> None:
     ]
 
 
-def test_s_dra_alloc_45_a_config_for_every_request_lists_none() -> None:
+def test_s_dra_alloc_45_class_config_names_its_requests() -> None:
+    # upstream "with-class-device-config-with-multiple-request-and-configs": one entry per
+    # class, naming the requests that use it (even when that is every request).
     cls_a = device_class(CLASS, configs=['{"a":1}'])
-    results = allocate(
-        [claim("c", request(REQ), request(REQ1))], [slice_("s", ["d1", "d2"])], classes=[cls_a]
-    )
+    cls_b = device_class("class-b", configs=['{"b":1}'], driver="driver-b.example.com")
+    c = claim("c", request(REQ), request(REQ1), request("req-2", "class-b"))
+    results = allocate([c], [slice_("s", ["d0", "d1", "d2"])], classes=[cls_a, cls_b])
     assert results is not None
-    assert [(x.source, list(x.requests)) for x in results[0].devices.config] == [("FromClass", [])]
+    assert [(x.source, list(x.requests)) for x in results[0].devices.config] == [
+        ("FromClass", [REQ, REQ1]),
+        ("FromClass", ["req-2"]),
+    ]
+    single = allocate([claim()], [slice_("s", ["d0"])], classes=[cls_a])
+    assert single is not None
+    assert [list(x.requests) for x in single[0].devices.config] == [[REQ]]
 
 
 def test_s_dra_alloc_46_subrequest_config_by_its_full_name() -> None:
