@@ -21,6 +21,7 @@ from kemu.scheduling.dra.taints import TaintedSlices, apply_taint_rules
 from tests.unit.scheduling.dra.builders import (
     CLASS,
     DRIVER,
+    DRIVER2,
     NODE,
     REQ,
     REQ1,
@@ -768,3 +769,65 @@ def test_s_dra_alloc_57_consumable_capacity_all_mode_and_subrequests() -> None:
         ),
     )
     assert picked(allocate([c], s)) == [[(f"{REQ}/small", DRIVER, NODE, "dev-1")]]
+
+
+def drivers_evaluator() -> FakeEvaluator:
+    return FakeEvaluator({"a": lambda d, _: d == DRIVER, "b": lambda d, _: d == DRIVER2})
+
+
+def allocate_counting(
+    claims: list[types_pb2.ResourceClaim],
+    slices: list[types_pb2.ResourceSlice],
+) -> tuple[list[types_pb2.AllocationResult] | None, int]:
+    classes = {CLASS: device_class(CLASS, ["a"]), "class-b": device_class("class-b", ["b"])}
+    alloc = Allocator(ALL, claims, AllocatedState(), classes, slices, CelCache(drivers_evaluator()))
+    return alloc.allocate(node()), alloc.allocate_one_calls
+
+
+def devices(n: int) -> list[str]:
+    return [f"device-{i}" for i in range(n)]
+
+
+def test_s_dra_alloc_59_exactly_32_devices_fit() -> None:
+    # upstream "max-number-devices".
+    results, _ = allocate_counting([claim("c", request(count=32))], [slice_("s", devices(32))])
+    assert len(picked(results)[0]) == 32
+
+
+def test_s_dra_alloc_60_first_available_past_the_device_limit_in_upstreams_steps() -> None:
+    # upstream "prioritized-list-max-allocation-limit-request": two requests of 32 or 16
+    # devices; 32 + anything passes the limit, so both take 16, found in 75 allocateOne calls.
+    c = claim(
+        "c",
+        first_available(REQ, sub_request("s0", count=32), sub_request("s1", count=16)),
+        first_available(REQ1, sub_request("s0", count=32), sub_request("s1", count=16)),
+    )
+    results, calls = allocate_counting([c], [slice_("s", devices(64))])
+    got = picked(results)[0]
+    assert got[:16] == [(f"{REQ}/s1", DRIVER, NODE, f"device-{i}") for i in range(16)]
+    assert got[16:] == [(f"{REQ1}/s1", DRIVER, NODE, f"device-{i}") for i in range(16, 32)]
+    assert calls == 75
+
+
+def test_s_dra_alloc_61_first_available_all_mode_past_the_limit_in_upstreams_steps() -> None:
+    # upstream "prioritized-list-max-allocation-allocation-mode-all": "All" 31 devices plus 2
+    # more passes 32, so the 2-device subrequest is taken; 42 allocateOne calls.
+    c = claim(
+        "c",
+        first_available(REQ, sub_request("s0", mode="All"), sub_request("s1", count=2)),
+        request(REQ1, "class-b", count=2),
+    )
+    slices = [
+        slice_("s", devices(31)),
+        slice_("t", devices(2), driver=DRIVER2, pool="pool-2"),
+    ]
+    results, calls = allocate_counting([c], slices)
+    assert picked(results) == [
+        [
+            (f"{REQ}/s1", DRIVER, NODE, "device-0"),
+            (f"{REQ}/s1", DRIVER, NODE, "device-1"),
+            (REQ1, DRIVER2, "pool-2", "device-0"),
+            (REQ1, DRIVER2, "pool-2", "device-1"),
+        ]
+    ]
+    assert calls == 42
