@@ -831,3 +831,45 @@ def test_s_dra_alloc_61_first_available_all_mode_past_the_limit_in_upstreams_ste
         ]
     ]
     assert calls == 42
+
+
+def test_s_dra_alloc_65_invalid_cel_in_a_claim_or_class_is_an_error() -> None:
+    # upstream "invalid-CEL-one-device", "-one-device-class", "-all-devices".
+    s = [slice_("s", ["dev-1"])]
+    bad_request = claim("c", request(selectors=["noSuchVar"]))
+    bad_all = claim("c", request(mode="All", selectors=["noSuchVar"]))
+    for c in (bad_request, bad_all):
+        with pytest.raises(AllocationError, match="undeclared reference"):
+            real([c], s)
+    with pytest.raises(AllocationError, match=f"class {CLASS}: selector #0: CEL compile error"):
+        real([claim()], s, [device_class(CLASS, ["noSuchVar"])])
+
+
+def test_s_dra_alloc_66_first_available_config_of_the_chosen_subrequest_only() -> None:
+    # upstream "prioritized-list-class-config" and "prioritized-list-device-config".
+    classes = [
+        device_class(CLASS, ["a"], configs=['"foo"']),
+        device_class("class-b", ["b"], configs=['"bar"'], driver=DRIVER2),
+    ]
+    c = claim(
+        "c",
+        first_available(
+            REQ, sub_request("s0", CLASS, count=2), sub_request("s1", "class-b", count=2)
+        ),
+        configs=[([f"{REQ}/s0"], '"claim-foo"'), ([f"{REQ}/s1"], '"claim-bar"')],
+    )
+    slices = [
+        slice_("b", ["dev-1", "dev-2"], driver=DRIVER2, pool="p1"),
+        slice_("a", ["dev-3"], pool="p2"),
+    ]
+    results = allocate([c], slices, classes=classes, evaluator=drivers_evaluator())
+    assert picked(results) == [
+        [(f"{REQ}/s1", DRIVER2, "p1", "dev-1"), (f"{REQ}/s1", DRIVER2, "p1", "dev-2")]
+    ]
+    assert results is not None
+    assert [
+        (x.source, list(x.requests), x.opaque.parameters.raw) for x in results[0].devices.config
+    ] == [
+        ("FromClass", [f"{REQ}/s1"], '"bar"'),
+        ("FromClaim", [f"{REQ}/s1"], '"claim-bar"'),
+    ]
