@@ -873,3 +873,28 @@ def test_s_dra_alloc_66_first_available_config_of_the_chosen_subrequest_only() -
         ("FromClass", [f"{REQ}/s1"], '"bar"'),
         ("FromClaim", [f"{REQ}/s1"], '"claim-bar"'),
     ]
+
+
+def test_s_dra_alloc_67_taints_with_subrequests_admin_access_and_all() -> None:
+    # upstream "tainted-two-devices-prioritized-list-tolerated", "tainted-admin-access",
+    # "tainted-all-devices-single".
+    no_exec = toleration("taint-key", "Equal", "value-2", "NoExecute")
+    devs = [
+        device("dev-1", taints=[("taint-key", "value", "NoSchedule")]),
+        device("dev-2", taints=[("taint-key", "value-2", "NoExecute")]),
+    ]
+    s = [slice_("s", devs)]
+    sub = types_pb2.DeviceSubRequest(name="s1", device_class_name=CLASS, count=1)
+    sub.allocation_mode = "ExactCount"
+    sub.tolerations.append(no_exec)
+    c = claim("c", first_available(REQ, sub_request("s0"), sub))
+    results = allocate([c], s)
+    assert picked(results) == [[(f"{REQ}/s1", DRIVER, NODE, "dev-2")]]
+    assert results is not None
+    assert list(results[0].devices.results[0].tolerations) == [no_exec]
+    # Admin access does not pass a taint.
+    used = allocated(claim("old"), (DRIVER, NODE, "dev-1"))
+    admin = claim("c", request(admin_access=True))
+    assert allocate([admin], [slice_("s", devs[:1])], allocated_claims=[used]) is None
+    # "All" on a tainted device: no allocation, not an error.
+    assert allocate([claim("c", request(mode="All"))], [slice_("s", devs[:1])]) is None
