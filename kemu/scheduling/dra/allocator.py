@@ -133,6 +133,11 @@ class AllocatedState:
     allocated_devices: set[DeviceID] = field(default_factory=set)
     shared_devices: set[tuple[DeviceID, str]] = field(default_factory=set)
     aggregated_capacity: dict[DeviceID, dict[str, Quantity]] = field(default_factory=dict)
+    # The devices of shared_devices (kept by add_result).
+    _shared_ids: set[DeviceID] = field(default_factory=set, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._shared_ids = {d for d, _ in self.shared_devices}
 
     @classmethod
     def from_claims(
@@ -157,6 +162,7 @@ class AllocatedState:
         device_id = DeviceID(r.driver, r.pool, r.device)
         if consumable_capacity and r.HasField("share_id"):
             self.shared_devices.add((device_id, r.share_id))
+            self._shared_ids.add(device_id)
             if r.consumed_capacity:
                 have = self.aggregated_capacity.setdefault(device_id, {})
                 for name, value in r.consumed_capacity.items():
@@ -168,9 +174,7 @@ class AllocatedState:
 
     def is_allocated(self, device_id: DeviceID) -> bool:
         """Exclusively or as a share (upstream IsDeviceAllocated): its counters are consumed."""
-        if device_id in self.allocated_devices:
-            return True
-        return any(d == device_id for d, _ in self.shared_devices)
+        return device_id in self.allocated_devices or device_id in self._shared_ids
 
 
 class _Key(NamedTuple):
