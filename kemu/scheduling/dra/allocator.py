@@ -846,6 +846,7 @@ class _Run:
 
         consumed: dict[str, Quantity] | None = None
         share_id: str | None = None
+        capacity_entry_added = False
         if features.consumable_capacity:
             if fits is None:
                 # Not checked by the caller ("All"), or nothing changed since it was.
@@ -859,6 +860,7 @@ class _Run:
             if multi:
                 consumed = fits
                 share_id = self._new_share_id()
+                capacity_entry_added = device_id not in self.allocating_capacity
                 have = self.allocating_capacity.setdefault(device_id, {})
                 for name, value in consumed.items():
                     have[name] = have[name] + value if name in have else value
@@ -887,11 +889,13 @@ class _Run:
                 c.remove(base, sub, device, device_id.driver)
             if added_claim:
                 claims_of_device.discard(key.claim)
-            if consumed:
+            if share_id is not None:
                 have = self.allocating_capacity[device_id]
-                for name, value in consumed.items():
+                for name, value in (consumed or {}).items():
                     have[name] = have[name] - value
-                if all(v.is_zero() for v in have.values()):
+                # Gone with its last share (upstream keeps an entry whose shares consumed
+                # nothing, which then skips the counters of the device's next share).
+                if capacity_entry_added or all(v.is_zero() for v in have.values()):
                     del self.allocating_capacity[device_id]
             if counters_taken:
                 self._release_counters(cand)

@@ -898,3 +898,41 @@ def test_s_dra_alloc_67_taints_with_subrequests_admin_access_and_all() -> None:
     assert allocate([admin], [slice_("s", devs[:1])], allocated_claims=[used]) is None
     # "All" on a tainted device: no allocation, not an error.
     assert allocate([claim("c", request(mode="All"))], [slice_("s", devs[:1])]) is None
+
+
+def test_s_dra_alloc_68_a_backtracked_share_gives_its_counters_back() -> None:
+    # kemu: a shared device whose share consumed no capacity leaves no trace once backtracked,
+    # so its next share consumes the counters again (upstream's incubating code kept an empty
+    # entry that made the next share skip them).
+    ev = FakeEvaluator(
+        {
+            "sp": lambda _, d: d.name in ("dev-s", "dev-p"),
+            "r": lambda _, d: d.name == "dev-r",
+            "s": lambda _, d: d.name == "dev-s",
+        }
+    )
+    slices = [
+        slice_("counters", shared_counters={"cs": {"memory": "4Gi"}}, pool="p", count=2),
+        slice_(
+            "devices",
+            [
+                device("dev-s", attrs={"x": 1}, counters={"cs": {"memory": "4Gi"}}, multi=True),
+                device("dev-p", attrs={"x": 2}, counters={"cs": {"memory": "4Gi"}}),
+                device("dev-r", attrs={"x": 2}),
+            ],
+            pool="p",
+            count=2,
+        ),
+    ]
+    a = claim(
+        "a",
+        request(REQ, selectors=["sp"]),
+        request(REQ1, selectors=["r"]),
+        match_attribute=[(f"{DRIVER}/x", [])],
+    )
+    b = claim("b", request(REQ, selectors=["s"]))
+    assert picked(allocate([a], slices, evaluator=ev)) == [
+        [(REQ, DRIVER, "p", "dev-p"), (REQ1, DRIVER, "p", "dev-r")]
+    ]
+    # dev-p took the counters: dev-s cannot have them too.
+    assert allocate([a, b], slices, evaluator=ev) is None
