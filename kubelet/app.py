@@ -28,7 +28,7 @@ from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.client.controlplane import run_elected
 from kemu.client.events import EventRecorder
-from kemu.client.informer import FuncHandler, InformerFactory
+from kemu.client.informer import FuncHandler, Informer, InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.component.featuregate import (
     IN_PLACE_POD_VERTICAL_SCALING,
@@ -48,6 +48,7 @@ from kubelet.node_status import NodeAgent
 from kubelet.options import COMPONENT, build_parser, settings_from_args
 from kubelet.pod_manager import NodePods
 from kubelet.pod_workers import PodWorkers
+from kubelet.resourceslice_controller import ResourceSlicePublisher
 from kubelet.settings import KubeletSettings, PodWorkerOptions
 
 logger = logging.getLogger(__name__)
@@ -120,6 +121,9 @@ class OwnNodes:
     def node(self, node: types_pb2.Node) -> bool:
         return node.metadata.name in self.names
 
+    def resource_slice(self, s: types_pb2.ResourceSlice) -> bool:
+        return s.spec.node_name in self.names
+
 
 class Kubelet:
     """The parts of one kubelet process, wired; `run()` does the work."""
@@ -145,6 +149,17 @@ class Kubelet:
             field_selector=f"metadata.name={host}" if single else "",
             keep=None if single else own.node,
         )
+        # --dra-slice-file: the simulated drivers publish each node's slices once its Node
+        # exists (kubelet.resourceslice_controller).
+        self.slice_publisher: ResourceSlicePublisher | None = None
+        self.slice_informer: Informer[types_pb2.ResourceSlice] | None = None
+        if settings.dra:
+            self.slice_informer = self.informers.informer(
+                types_pb2.ResourceSlice, keep=own.resource_slice
+            )
+            self.slice_publisher = ResourceSlicePublisher(
+                client, settings.dra, self.slice_informer, clock=ctx.clock
+            )
         self.agents = [
             NodeAgent(
                 client,
@@ -193,6 +208,8 @@ class Kubelet:
         agent = self._agent_of.get(node.metadata.name)
         if agent is not None:
             agent.node_changed(node)
+        if self.slice_publisher is not None and node.metadata.name in self.own.names:
+            self.slice_publisher.node_changed(node)
 
     def ready(self) -> bool:
         if not all(a.ready.is_set() for a in self.agents):
@@ -219,6 +236,8 @@ class Kubelet:
             self.informers.start(tg)
             await self.informers.wait_for_cache_sync()
             await tg.start(self.pod_workers.run)
+            if self.slice_publisher is not None:
+                await tg.start(self.slice_publisher.run)
             self._synced = True
             if self.settings.template is not None:
                 logger.info("kubelet running the nodes its parent adds (--node-control stdin)")
@@ -257,6 +276,9 @@ class Kubelet:
         pods = await self._client.list_all(types_pb2.Pod, field_selector=f"spec.nodeName={name}")
         nodes = await self._client.list_all(types_pb2.Node, field_selector=f"metadata.name={name}")
         self.pod_informer.merge(pods.items)
+        if self.slice_informer is not None:
+            slices = await self._client.list_all(types_pb2.ResourceSlice)
+            self.slice_informer.merge(s for s in slices.items if s.spec.node_name == name)
         self.pod_workers.add_node(
             NodePods(
                 name,
@@ -293,9 +315,13 @@ class Kubelet:
         # The workers let go first: the informers' deletes of the node's pods below are then
         # not taken for the pods' deletions (which would sync them, and retry resizes).
         self.pod_workers.remove_node(name)
+        if self.slice_publisher is not None:
+            self.slice_publisher.forget_node(name)
         self.own.names.discard(name)
         self.pod_informer.refilter()
         self.node_informer.refilter()
+        if self.slice_informer is not None:
+            self.slice_informer.refilter()
         logger.info("node %s: stopped", name)
 
 
