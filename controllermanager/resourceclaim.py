@@ -62,17 +62,22 @@ from kemu.component.clock import Clock
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.kinds import EVENT_WARNING
 from kemu.machinery.pod_strategy import TERMINAL_PHASES
+from kemu.machinery.resourceclaim import (
+    DELETE_PROTECTION_FINALIZER,
+    POD_CLAIM_NAME_ANNOTATION,
+    ClaimNotNeeded,
+    can_be_reserved,
+    claim_name,
+    is_for_pod,
+    is_reserved_for_pod,
+)
 
 logger = logging.getLogger(__name__)
 
 NAME: Final = "resourceclaim-controller"
 """upstream's names.ResourceClaimController."""
 EVENT_SOURCE: Final = "resource_claim"
-POD_CLAIM_NAME_ANNOTATION: Final = "resource.kubernetes.io/pod-claim-name"
 EXTENDED_RESOURCE_CLAIM_ANNOTATION: Final = "resource.kubernetes.io/extended-resource-claim"
-DELETE_PROTECTION_FINALIZER: Final = "resource.kubernetes.io/delete-protection"
-"""resourceapi.Finalizer: the scheduler's, added before it writes an allocation."""
-RESERVED_FOR_MAX_SIZE: Final = 256
 FAILED_CREATION_REASON: Final = "FailedResourceClaimCreation"
 MAX_GENERATE_NAME_BASE: Final = 57
 """Room for the apiserver's 5 random characters in a 63-character name... and the hyphen."""
@@ -108,33 +113,6 @@ def generate_name(pod: str, claim: str) -> str:
             + claim[: len(claim) * MAX_GENERATE_NAME_BASE // n]
         )
     return base
-
-
-class ClaimNotNeeded(Exception):
-    """resourceclaim.Name's nil: the pod's status says no claim is needed for the entry."""
-
-
-def claim_name(pod: types_pb2.Pod, pod_claim: types_pb2.PodResourceClaim) -> tuple[str, bool]:
-    """resourceclaim.Name: the claim an entry uses and whether the pod must own it; "" when a
-    template's claim is not recorded yet; ClaimNotNeeded when the status says none is
-    needed."""
-    if pod_claim.HasField("resource_claim_name"):
-        return pod_claim.resource_claim_name, False
-    for status in pod.status.resource_claim_statuses:
-        if status.name == pod_claim.name:
-            if not status.HasField("resource_claim_name"):
-                raise ClaimNotNeeded(pod_claim.name)
-            return status.resource_claim_name, True
-    return "", True
-
-
-def is_for_pod(pod: types_pb2.Pod, claim: types_pb2.ResourceClaim) -> bool:
-    """resourceclaim.IsForPod: the pod is the claim's controlling owner."""
-    return any(r.uid == pod.metadata.uid and r.controller for r in claim.metadata.owner_references)
-
-
-def is_reserved_for_pod(pod: types_pb2.Pod, claim: types_pb2.ResourceClaim) -> bool:
-    return any(r.uid == pod.metadata.uid for r in claim.status.reserved_for)
 
 
 def owning_pod(claim: types_pb2.ResourceClaim) -> tuple[str, str]:
@@ -367,7 +345,7 @@ class ResourceClaimController:
             if (
                 claim.status.HasField("allocation")
                 and not is_reserved_for_pod(pod, claim)
-                and len(claim.status.reserved_for) < RESERVED_FOR_MAX_SIZE
+                and can_be_reserved(claim)
             ):
                 await self._reserve_for_pod(pod, claim)
 

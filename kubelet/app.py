@@ -31,6 +31,7 @@ from kemu.client.events import EventRecorder
 from kemu.client.informer import FuncHandler, Informer, InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.component.featuregate import (
+    DYNAMIC_RESOURCE_ALLOCATION,
     IN_PLACE_POD_VERTICAL_SCALING,
     IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION,
     POD_DISRUPTION_CONDITIONS,
@@ -42,6 +43,8 @@ from kemu.component.options import parse_component_args
 from kemu.component.pod_resources import pod_resources_options
 from kemu.component.runner import ComponentContext, cleanup_scope, run_component
 from kubelet.checkpoint import Checkpoint
+from kubelet.dra_driver import BindingConditionsDriver
+from kubelet.dra_slice_file import NO_DRIVERS
 from kubelet.network import default_node_ip
 from kubelet.node_control import serve_node_control
 from kubelet.node_status import NodeAgent
@@ -153,12 +156,35 @@ class Kubelet:
         # exists (kubelet.resourceslice_controller).
         self.slice_publisher: ResourceSlicePublisher | None = None
         self.slice_informer: Informer[types_pb2.ResourceSlice] | None = None
-        if settings.dra:
+        self.binding_driver: BindingConditionsDriver | None = None
+        dra = settings.dra
+        if dra and not ctx.gates.enabled(DYNAMIC_RESOURCE_ALLOCATION):
+            logger.warning("--dra-slice-file ignored: DynamicResourceAllocation is off")
+            dra = NO_DRIVERS
+        if dra:
             self.slice_informer = self.informers.informer(
                 types_pb2.ResourceSlice, keep=own.resource_slice
             )
             self.slice_publisher = ResourceSlicePublisher(
-                client, settings.dra, self.slice_informer, clock=ctx.clock
+                client, dra, self.slice_informer, clock=ctx.clock
+            )
+            # Every claim: the pods waiting for theirs are synced at their changes, and the
+            # drivers answer the binding conditions of their devices (kubelet.dra_driver).
+            claim_informer = self.informers.informer(types_pb2.ResourceClaim)
+            self.binding_driver = BindingConditionsDriver(
+                client,
+                dra,
+                claim_informer,
+                clock=ctx.clock,
+                owns_pool=lambda pool: pool in own.names,
+            )
+            binding = self.binding_driver
+            claim_informer.add_event_handler(
+                FuncHandler(
+                    on_add=lambda c: self._on_claim(c, binding),
+                    on_update=lambda _old, new: self._on_claim(new, binding),
+                    on_delete=binding.on_claim_deleted,
+                )
             )
         self.agents = [
             NodeAgent(
@@ -185,6 +211,7 @@ class Kubelet:
             options=pod_worker_options(settings.pods, ctx.gates),
             recorder=self.recorder,
             registry=ctx.registry,
+            dra_drivers=dra,
         )
         self.pod_workers.restore()
         self.pod_informer.add_event_handler(self.pod_workers.handler())
@@ -210,6 +237,10 @@ class Kubelet:
             agent.node_changed(node)
         if self.slice_publisher is not None and node.metadata.name in self.own.names:
             self.slice_publisher.node_changed(node)
+
+    def _on_claim(self, claim: types_pb2.ResourceClaim, binding: BindingConditionsDriver) -> None:
+        self.pod_workers.claim_changed(claim)
+        binding.on_claim(claim)
 
     def ready(self) -> bool:
         if not all(a.ready.is_set() for a in self.agents):
@@ -238,6 +269,8 @@ class Kubelet:
             await tg.start(self.pod_workers.run)
             if self.slice_publisher is not None:
                 await tg.start(self.slice_publisher.run)
+            if self.binding_driver is not None:
+                await tg.start(self.binding_driver.run)
             self._synced = True
             if self.settings.template is not None:
                 logger.info("kubelet running the nodes its parent adds (--node-control stdin)")

@@ -13,12 +13,7 @@ from prometheus_client import CollectorRegistry
 
 from controllermanager import resourceclaim
 from controllermanager.app import CONTROLLERS, drop_unavailable
-from controllermanager.resourceclaim import (
-    DELETE_PROTECTION_FINALIZER,
-    POD_CLAIM_NAME_ANNOTATION,
-    ResourceClaimController,
-    generate_name,
-)
+from controllermanager.resourceclaim import ResourceClaimController, generate_name
 from kemu.api.v1 import types_pb2
 from kemu.client.events import EventRecorder
 from kemu.client.fake import FakeClient
@@ -26,6 +21,7 @@ from kemu.client.informer import InformerFactory
 from kemu.component.clock import FakeClock
 from kemu.component.featuregate import DYNAMIC_RESOURCE_ALLOCATION, FeatureGates
 from kemu.component.version import Version
+from kemu.machinery.resourceclaim import DELETE_PROTECTION_FINALIZER, POD_CLAIM_NAME_ANNOTATION
 from kemu.testing.builders import make_pod
 from kemu.testing.fake_time import settle
 

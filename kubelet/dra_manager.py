@@ -1,0 +1,165 @@
+"""The kubelet's DRA manager (upstream pkg/kubelet/cm/dra/manager.go: PrepareResources,
+UnprepareResources), over the simulated drivers of --dra-slice-file (kubelet.dra_slice_file).
+
+A pod with `spec.resourceClaims` is admitted into PodState.PREPARING: its sandbox is not
+created until every claim is prepared. Each sync (PodSyncer) calls `prepare_resources`, which
+fetches each claim from the apiserver, as upstream does, and requires of it:
+
+- its name known (a template's claim is recorded in status.resourceClaimStatuses by the
+  resourceclaim controller): "prepare resource claim: ResourceClaim not created yet";
+- that it exists: "fetch ResourceClaim <name>: ...";
+- a generated claim owned by the pod;
+- the pod in status.reservedFor (the scheduler writes it with the allocation): "pod <name>
+  (<uid>) is not allowed to use ResourceClaim <name> (<uid>)";
+- each allocated device's driver run by this kubelet: "DRA driver <driver> is not registered".
+
+Until then the pod stays Pending (no container runs), the Event Warning
+FailedPrepareDynamicResources "Failed to prepare dynamic resources: <error>" is recorded and
+the sync is retried (after PREPARE_RETRY_PERIOD, or at once when one of its claims changes:
+the kubelet's claim informer). Then the drivers' NodePrepareResources, one call per driver,
+one after the other, takes the sum of their `kubelet.kemu.io/prepare-delay` on the cluster's
+clock, and the containers start after the pod's start-up delay from its end. When the pod
+stops, `unprepare_resources` (NodeUnprepareResources) releases them at once.
+
+Metric: dra_operations_duration_seconds{operation_name, is_error} (PrepareResources: the
+simulated duration; UnprepareResources: 0).
+
+Not modelled: the container statuses' allocatedResourcesStatus (gate ResourceHealthStatus,
+alpha, off by default) and CDI devices.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Final
+
+from prometheus_client import CollectorRegistry, Histogram
+
+from kemu.api.v1 import types_pb2
+from kemu.client.events import EventRecorder
+from kemu.client.interface import ApiClient
+from kemu.machinery.errors import ApiError
+from kemu.machinery.kinds import EVENT_WARNING
+from kemu.machinery.resourceclaim import (
+    CLAIM_NOT_CREATED,
+    ClaimNotNeeded,
+    claim_name,
+    is_for_pod,
+    is_reserved_for_pod,
+)
+from kubelet.dra_slice_file import DraDrivers
+
+logger = logging.getLogger(__name__)
+
+FAILED_PREPARE_REASON: Final = "FailedPrepareDynamicResources"
+FAILED_UNPREPARE_REASON: Final = "FailedUnprepareDynamicResources"
+PREPARE_RETRY_PERIOD: Final = 10.0
+"""Seconds before a pod whose claims are not ready is synced again if no claim event comes
+first (upstream's pod worker back-off period)."""
+PREPARE_RESOURCES: Final = "PrepareResources"
+UNPREPARE_RESOURCES: Final = "UnprepareResources"
+
+
+class PrepareError(Exception):
+    """The pod's claims cannot be prepared yet; the message is upstream's."""
+
+
+class DraManager:
+    """Prepares and unprepares the claims of the pods of this process's nodes."""
+
+    def __init__(
+        self,
+        client: ApiClient,
+        drivers: DraDrivers,
+        *,
+        recorder: EventRecorder | None = None,
+        registry: CollectorRegistry | None = None,
+    ) -> None:
+        self._client = client
+        self._drivers = drivers
+        self._recorder = recorder
+        self._durations = (
+            None
+            if registry is None
+            else Histogram(
+                "dra_operations_duration_seconds",
+                "Latency histogram in seconds for the duration of handling all ResourceClaims "
+                "referenced by a pod when the pod starts or stops. Identified by the name of "
+                "the operation (PrepareResources or UnprepareResources) and separated by the "
+                "success of the operation. The number of failed operations is provided "
+                "through the histogram's overall count.",
+                ("operation_name", "is_error"),
+                registry=registry,
+            )
+        )
+
+    async def prepare_resources(self, pod: types_pb2.Pod) -> float:
+        """How long the drivers' NodePrepareResources take for the pod's claims;
+        PrepareError (its event recorded) while they cannot be prepared."""
+        try:
+            delay = await self._prepare(pod)
+        except PrepareError as e:
+            self._observe(PREPARE_RESOURCES, 0.0, error=True)
+            if self._recorder is not None:
+                self._recorder.event(
+                    pod,
+                    EVENT_WARNING,
+                    FAILED_PREPARE_REASON,
+                    "",
+                    f"Failed to prepare dynamic resources: {e}",
+                )
+            raise
+        self._observe(PREPARE_RESOURCES, delay, error=False)
+        return delay
+
+    async def _prepare(self, pod: types_pb2.Pod) -> float:
+        meta = pod.metadata
+        drivers: set[str] = set()
+        for pc in pod.spec.resource_claims:
+            try:
+                name, must_check_owner = claim_name(pod, pc)
+            except ClaimNotNeeded:
+                continue
+            if not name:
+                raise PrepareError(f"prepare resource claim: {CLAIM_NOT_CREATED}")
+            try:
+                claim = await self._client.get(types_pb2.ResourceClaim, name, meta.namespace)
+            except ApiError as e:
+                raise PrepareError(f"fetch ResourceClaim {name}: {e}") from None
+            if must_check_owner and not is_for_pod(pod, claim):
+                raise PrepareError(
+                    f"PodResourceClaim {pc.name}: ResourceClaim {name} was not created for "
+                    f"pod {meta.namespace}/{meta.name} (pod is not owner)"
+                )
+            if not is_reserved_for_pod(pod, claim):
+                raise PrepareError(
+                    f"pod {meta.name} ({meta.uid}) is not allowed to use ResourceClaim "
+                    f"{name} ({claim.metadata.uid})"
+                )
+            for result in claim.status.allocation.devices.results:
+                if self._drivers.driver(result.driver) is None:
+                    raise PrepareError(f"DRA driver {result.driver} is not registered")
+                drivers.add(result.driver)
+        delay = 0.0
+        for name in sorted(drivers):
+            driver = self._drivers.driver(name)
+            if driver is not None:
+                delay += driver.prepare_delay
+        logger.info(
+            "pod %s/%s: preparing its claims (drivers %s, %gs)",
+            meta.namespace,
+            meta.name,
+            ", ".join(sorted(drivers)) or "none",
+            delay,
+        )
+        return delay
+
+    def unprepare_resources(self, key: str) -> None:
+        """NodeUnprepareResources for pod `key` (namespace/name), which stopped: nothing is
+        left to release in the simulation."""
+        logger.info("pod %s: claims unprepared", key)
+        self._observe(UNPREPARE_RESOURCES, 0.0, error=False)
+
+    def _observe(self, operation: str, seconds: float, *, error: bool) -> None:
+        if self._durations is not None:
+            self._durations.labels(operation, str(error).lower()).observe(seconds)
