@@ -25,7 +25,7 @@ Metric: dra_operations_duration_seconds{operation_name, is_error} (PrepareResour
 simulated duration; UnprepareResources: 0).
 
 Not modelled: the container statuses' allocatedResourcesStatus (gate ResourceHealthStatus,
-alpha, off by default) and CDI devices.
+which kemu does not have) and CDI devices.
 """
 
 from __future__ import annotations
