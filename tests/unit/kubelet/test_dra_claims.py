@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import anyio
 import pytest
+from prometheus_client import CollectorRegistry
 
 from kemu.api.v1 import types_pb2
 from kemu.client.fake import FakeClient
@@ -51,6 +52,14 @@ spec:
 class Env:
     fake: FakeClient
     clock: FakeClock
+    registry: CollectorRegistry
+
+    def operations(self, name: str, *, error: bool = False) -> float:
+        value = self.registry.get_sample_value(
+            "dra_operations_duration_seconds_count",
+            {"operation_name": name, "is_error": str(error).lower()},
+        )
+        return value or 0.0
 
 
 @asynccontextmanager
@@ -81,7 +90,7 @@ async def kubelet(tmp_path) -> AsyncIterator[Env]:
             if box[0].checks.is_ready():
                 break
             await advance(clock, 0.01, step=0.01)
-        yield Env(fake, clock)
+        yield Env(fake, clock, box[0].registry)
         box[0].request_stop()
 
 
@@ -122,7 +131,13 @@ async def test_a_pod_waits_for_its_claim_then_for_the_drivers_prepare_delay(tmp_
         spec.spec.resource_claims.add(name="gpu", resource_claim_name="c")
         pod = await env.fake.create(spec)
         await advance(env.clock, 3)
-        assert await phase(env, "p") == ""
+        waiting = await env.fake.get(types_pb2.Pod, "p", "default")
+        assert waiting.status.phase == "Pending"
+        (cs,) = waiting.status.container_statuses
+        assert cs.state.waiting.reason == "ContainerCreating"  # kubectl: ContainerCreating
+        conditions = {c.type: (c.status, c.reason) for c in waiting.status.conditions}
+        assert conditions["PodReadyToStartContainers"] == ("False", "")
+        assert conditions["Ready"] == ("False", "ContainersNotReady")
         events = (await env.fake.list(types_pb2.Event, "default")).items
         assert any(
             e.reason == "FailedPrepareDynamicResources"
@@ -134,12 +149,18 @@ async def test_a_pod_waits_for_its_claim_then_for_the_drivers_prepare_delay(tmp_
         await settle()
         start = env.clock.now()
         await advance(env.clock, 2.0, step=0.25)
-        assert await phase(env, "p") == ""  # prepared at +2 s, containers at +2.5 s
+        assert await phase(env, "p") == "Pending"  # prepared at +2 s, containers at +2.5 s
         await advance(env.clock, 0.75, step=0.25)
         got = await env.fake.get(types_pb2.Pod, "p", "default")
         assert got.status.phase == "Running"
         started = got.status.container_statuses[0].state.running.started_at.ToNanoseconds() / 1e9
         assert 2.5 <= started - start <= 2.75 + 1e-3
+        assert env.operations("PrepareResources") == 1
+        assert env.operations("PrepareResources", error=True) >= 1
+        assert env.operations("UnprepareResources") == 0
+        await env.fake.delete(types_pb2.Pod, "p", "default", grace_period_seconds=0)
+        await advance(env.clock, 1)
+        assert env.operations("UnprepareResources") == 1
 
 
 async def test_an_unknown_driver_is_not_registered(tmp_path):
@@ -157,7 +178,7 @@ async def test_an_unknown_driver_is_not_registered(tmp_path):
         await advance(env.clock, 1)
         events = (await env.fake.list(types_pb2.Event, "default")).items
         assert any("DRA driver other.example.com is not registered" in e.message for e in events)
-        assert await phase(env, "p") == ""
+        assert await phase(env, "p") == "Pending"
 
 
 async def test_the_driver_sets_or_fails_binding_conditions_after_its_delay(tmp_path):
