@@ -242,3 +242,25 @@ async def test_the_driver_sets_and_fails_binding_conditions(cluster):
 
         assert await eventually(lambda: answered("ok"), timeout=10) == [("Attached", "True")]
         assert await eventually(lambda: answered("bad"), timeout=10) == [("AttachFailed", "True")]
+
+
+async def test_a_deleted_pods_generated_claim_goes_with_it(cluster):
+    """S-DRA-CTRL-6: the pod deleted before its claim was allocated: the garbage collector
+    deletes the generated claim through its owner reference."""
+    async with Client(cluster.server, timeout=10.0) as c:
+        ns = await create_namespace(c, "dra-gc")
+        await c.create(_template(ns))
+        spec = make_pod("gone").namespace(ns).node("n1").obj()
+        spec.spec.resource_claims.add(name="gpu", resource_claim_template_name="gpu")
+        await c.create(spec)
+
+        async def generated() -> list[types_pb2.ResourceClaim]:
+            return list((await c.list(types_pb2.ResourceClaim, ns)).items)
+
+        (claim,) = await eventually(generated, timeout=10)
+        await c.delete(types_pb2.Pod, "gone", ns, grace_period_seconds=0)
+
+        async def collected() -> bool:
+            return not await generated()
+
+        await eventually(collected, timeout=10)
