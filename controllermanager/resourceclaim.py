@@ -68,8 +68,10 @@ from kemu.machinery.resourceclaim import (
     ClaimNotNeeded,
     can_be_reserved,
     claim_name,
+    extended_resource_claim_name,
     is_for_pod,
     is_reserved_for_pod,
+    uses_claims,
 )
 
 logger = logging.getLogger(__name__)
@@ -138,8 +140,12 @@ def claim_source(claim: types_pb2.ResourceClaim) -> str:
 
 
 def _pod_claim_keys(pod: types_pb2.Pod) -> list[str]:
-    """`namespace/claim` of every claim the pod uses (spec or status)."""
+    """`namespace/claim` of every claim the pod uses (spec or status, and the claim of its
+    DRA-backed extended resources)."""
     out = []
+    extended = extended_resource_claim_name(pod)
+    if extended:
+        out.append(f"{pod.metadata.namespace}/{extended}")
     for pc in pod.spec.resource_claims:
         try:
             name, _ = claim_name(pod, pc)
@@ -265,7 +271,7 @@ class ResourceClaimController:
 
     def _on_pod(self, pod: types_pb2.Pod, *, deleted: bool) -> None:
         """enqueuePod: a pod done or gone releases its claims; a live one may need some."""
-        if not pod.spec.resource_claims:
+        if not uses_claims(pod):
             return
         if deleted:
             self._deleted_pods[pod.metadata.uid] = None

@@ -44,6 +44,7 @@ from kemu.machinery.resourceclaim import (
     CLAIM_NOT_CREATED,
     ClaimNotNeeded,
     claim_name,
+    extended_resource_claim_name,
     is_for_pod,
     is_reserved_for_pod,
 )
@@ -62,6 +63,23 @@ UNPREPARE_RESOURCES: Final = "UnprepareResources"
 
 class PrepareError(Exception):
     """The pod's claims cannot be prepared yet; the message is upstream's."""
+
+
+def _pod_claims(pod: types_pb2.Pod) -> list[tuple[str, str, bool]]:
+    """(entry, claim name, whether the pod must own it) of every claim the pod's sandbox
+    needs: its spec.resourceClaims (a claim not needed is skipped) and the claim of its
+    DRA-backed extended resources, which the scheduler created for it."""
+    out = []
+    for pc in pod.spec.resource_claims:
+        try:
+            name, must_check_owner = claim_name(pod, pc)
+        except ClaimNotNeeded:
+            continue
+        out.append((pc.name, name, must_check_owner))
+    extended = extended_resource_claim_name(pod)
+    if extended:
+        out.append(("extended resources", extended, True))
+    return out
 
 
 class DraManager:
@@ -115,11 +133,7 @@ class DraManager:
     async def _prepare(self, pod: types_pb2.Pod) -> float:
         meta = pod.metadata
         drivers: set[str] = set()
-        for pc in pod.spec.resource_claims:
-            try:
-                name, must_check_owner = claim_name(pod, pc)
-            except ClaimNotNeeded:
-                continue
+        for pc, name, must_check_owner in _pod_claims(pod):
             if not name:
                 raise PrepareError(f"prepare resource claim: {CLAIM_NOT_CREATED}")
             try:
@@ -128,7 +142,7 @@ class DraManager:
                 raise PrepareError(f"fetch ResourceClaim {name}: {e}") from None
             if must_check_owner and not is_for_pod(pod, claim):
                 raise PrepareError(
-                    f"PodResourceClaim {pc.name}: ResourceClaim {name} was not created for "
+                    f"PodResourceClaim {pc}: ResourceClaim {name} was not created for "
                     f"pod {meta.namespace}/{meta.name} (pod is not owner)"
                 )
             if not is_reserved_for_pod(pod, claim):

@@ -40,6 +40,7 @@ from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.keys import revision_of
 from kemu.machinery.kinds import EVENT_WARNING
 from kemu.machinery.pod_strategy import TERMINAL_PHASES, spec_grace_seconds
+from kemu.machinery.resourceclaim import uses_claims
 from kubelet.admission import admit_pod
 from kubelet.allocation import (
     AllocationManager,
@@ -369,7 +370,7 @@ class PodWorkers:
             on_failure=self._admission_handler(node),
             counting=self.options.counting,
         )
-        if rt.state == PodState.STARTING and pod.spec.resource_claims:
+        if rt.state == PodState.STARTING and uses_claims(pod):
             rt.state = PodState.PREPARING  # its sandbox waits for its claims (DRA)
         node.runtimes[rt.uid] = rt
         if rt.state == PodState.REJECTED:

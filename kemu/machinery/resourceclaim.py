@@ -46,3 +46,17 @@ def is_reserved_for_pod(pod: types_pb2.Pod, claim: types_pb2.ResourceClaim) -> b
 
 def can_be_reserved(claim: types_pb2.ResourceClaim) -> bool:
     return len(claim.status.reserved_for) < RESERVED_FOR_MAX_SIZE
+
+
+def extended_resource_claim_name(pod: types_pb2.Pod) -> str:
+    """The claim the scheduler created for the pod's extended resources backed by DRA
+    (DRAExtendedResource: status.extendedResourceClaimStatus), or ""."""
+    if not pod.status.HasField("extended_resource_claim_status"):
+        return ""
+    return pod.status.extended_resource_claim_status.resource_claim_name
+
+
+def uses_claims(pod: types_pb2.Pod) -> bool:
+    """Whether the pod's sandbox needs prepared claims: spec.resourceClaims, or the claim of
+    its DRA-backed extended resources."""
+    return bool(pod.spec.resource_claims) or bool(extended_resource_claim_name(pod))

@@ -200,3 +200,23 @@ async def test_the_driver_sets_or_fails_binding_conditions_after_its_delay(tmp_p
         bad = await env.fake.get(types_pb2.ResourceClaim, "bad", "default")
         (dev,) = bad.status.devices
         assert [(c.type, c.status) for c in dev.conditions] == [("AttachFailed", "True")]
+
+
+async def test_the_claim_of_dra_backed_extended_resources_is_prepared_too(tmp_path):
+    """S-DRA-NODE-6: a pod whose extended resources the scheduler backed with a claim
+    (status.extendedResourceClaimStatus, DRAExtendedResource) waits for that claim too."""
+    async with kubelet(tmp_path) as env:
+        spec = make_pod("p").node("n1").obj()
+        spec.status.extended_resource_claim_status.resource_claim_name = "p-extended-resources"
+        pod = await env.fake.create(spec)
+        c = claim("p-extended-resources")
+        ref = c.metadata.owner_references.add(
+            api_version="v1", kind="Pod", name="p", uid=pod.metadata.uid
+        )
+        ref.controller = True
+        await env.fake.create(c)
+        await advance(env.clock, 1)
+        assert await phase(env, "p") == "Pending"
+        await allocate(env, "p-extended-resources", "gpu-2", pod=pod)
+        await advance(env.clock, 3)
+        assert await phase(env, "p") == "Running"
