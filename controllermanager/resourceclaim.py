@@ -65,12 +65,12 @@ from kemu.machinery.pod_strategy import TERMINAL_PHASES
 from kemu.machinery.resourceclaim import (
     DELETE_PROTECTION_FINALIZER,
     POD_CLAIM_NAME_ANNOTATION,
-    ClaimNotNeeded,
+    ClaimNameError,
     can_be_reserved,
-    claim_name,
     extended_resource_claim_name,
     is_for_pod,
     is_reserved_for_pod,
+    pod_claim_name,
     uses_claims,
 )
 
@@ -147,13 +147,20 @@ def _pod_claim_keys(pod: types_pb2.Pod) -> list[str]:
     if extended:
         out.append(f"{pod.metadata.namespace}/{extended}")
     for pc in pod.spec.resource_claims:
-        try:
-            name, _ = claim_name(pod, pc)
-        except ClaimNotNeeded:
-            continue
-        if name:
-            out.append(f"{pod.metadata.namespace}/{name}")
+        found = claim_of(pod, pc)
+        if found is not None and found[0]:
+            out.append(f"{pod.metadata.namespace}/{found[0]}")
     return out
+
+
+def claim_of(pod: types_pb2.Pod, pc: types_pb2.PodResourceClaim) -> tuple[str, bool] | None:
+    """resourceclaim.Name: (the claim, whether the pod must own it), with "" for a template's
+    claim not created yet (ErrClaimNotFound); None when the entry needs no claim."""
+    try:
+        name, must_check_owner = pod_claim_name(pod, pc)
+    except ClaimNameError:
+        return "", True
+    return None if name is None else (name, must_check_owner)
 
 
 def _pod_template_keys(pod: types_pb2.Pod) -> list[str]:
@@ -338,10 +345,10 @@ class ResourceClaimController:
         if not pod.spec.node_name:
             return  # the scheduler reserves the claims of the pods it schedules
         for pc in pod.spec.resource_claims:
-            try:
-                cname, check_owner = claim_name(pod, pc)
-            except ClaimNotNeeded:
+            found = claim_of(pod, pc)
+            if found is None:
                 continue
+            cname, check_owner = found
             cname = cname or new_claims.get(pc.name, "")
             claim = self._claims.lister.get(cname, namespace) if cname else None
             if claim is None:
@@ -358,10 +365,10 @@ class ResourceClaimController:
     async def _handle_claim(self, pod: types_pb2.Pod, pc: types_pb2.PodResourceClaim) -> str | None:
         """handleClaim: the name of the claim created (or found orphaned) for a template
         entry that the pod's status does not record yet; None when there is nothing to do."""
-        try:
-            cname, must_check_owner = claim_name(pod, pc)
-        except ClaimNotNeeded:
+        found = claim_of(pod, pc)
+        if found is None:
             return None
+        cname, must_check_owner = found
         ns = pod.metadata.namespace
         if cname:
             claim = self._claims.lister.get(cname, ns)

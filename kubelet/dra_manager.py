@@ -6,7 +6,8 @@ created until every claim is prepared. Each sync (PodSyncer) calls `prepare_reso
 fetches each claim from the apiserver, as upstream does, and requires of it:
 
 - its name known (a template's claim is recorded in status.resourceClaimStatuses by the
-  resourceclaim controller): "prepare resource claim: ResourceClaim not created yet";
+  resourceclaim controller): 'prepare resource claim: pod "ns/name": ResourceClaim not
+  created yet';
 - that it exists: "fetch ResourceClaim <name>: ...";
 - a generated claim owned by the pod;
 - the pod in status.reservedFor (the scheduler writes it with the allocation): "pod <name>
@@ -41,12 +42,12 @@ from kemu.client.interface import ApiClient
 from kemu.machinery.errors import ApiError
 from kemu.machinery.kinds import EVENT_WARNING
 from kemu.machinery.resourceclaim import (
-    CLAIM_NOT_CREATED,
-    ClaimNotNeeded,
-    claim_name,
+    ClaimNameError,
     extended_resource_claim_name,
     is_for_pod,
     is_reserved_for_pod,
+    not_for_pod_message,
+    pod_claim_name,
 )
 from kubelet.dra_slice_file import DraDrivers
 
@@ -65,20 +66,22 @@ class PrepareError(Exception):
     """The pod's claims cannot be prepared yet; the message is upstream's."""
 
 
-def _pod_claims(pod: types_pb2.Pod) -> list[tuple[str, str, bool]]:
-    """(entry, claim name, whether the pod must own it) of every claim the pod's sandbox
-    needs: its spec.resourceClaims (a claim not needed is skipped) and the claim of its
-    DRA-backed extended resources, which the scheduler created for it."""
+def _pod_claims(pod: types_pb2.Pod) -> list[tuple[str, bool]]:
+    """(claim name, whether the pod must own it) of every claim the pod's sandbox needs: its
+    spec.resourceClaims (an entry that needs none skipped) and the claim of its DRA-backed
+    extended resources, which the scheduler created for it; PrepareError while a template's
+    claim is not created yet."""
     out = []
     for pc in pod.spec.resource_claims:
         try:
-            name, must_check_owner = claim_name(pod, pc)
-        except ClaimNotNeeded:
-            continue
-        out.append((pc.name, name, must_check_owner))
+            name, must_check_owner = pod_claim_name(pod, pc)
+        except ClaimNameError as e:
+            raise PrepareError(f"prepare resource claim: {e}") from None
+        if name is not None:
+            out.append((name, must_check_owner))
     extended = extended_resource_claim_name(pod)
     if extended:
-        out.append(("extended resources", extended, True))
+        out.append((extended, True))
     return out
 
 
@@ -133,18 +136,13 @@ class DraManager:
     async def _prepare(self, pod: types_pb2.Pod) -> float:
         meta = pod.metadata
         drivers: set[str] = set()
-        for pc, name, must_check_owner in _pod_claims(pod):
-            if not name:
-                raise PrepareError(f"prepare resource claim: {CLAIM_NOT_CREATED}")
+        for name, must_check_owner in _pod_claims(pod):
             try:
                 claim = await self._client.get(types_pb2.ResourceClaim, name, meta.namespace)
             except ApiError as e:
                 raise PrepareError(f"fetch ResourceClaim {name}: {e}") from None
             if must_check_owner and not is_for_pod(pod, claim):
-                raise PrepareError(
-                    f"PodResourceClaim {pc}: ResourceClaim {name} was not created for "
-                    f"pod {meta.namespace}/{meta.name} (pod is not owner)"
-                )
+                raise PrepareError(not_for_pod_message(pod, claim))
             if not is_reserved_for_pod(pod, claim):
                 raise PrepareError(
                     f"pod {meta.name} ({meta.uid}) is not allowed to use ResourceClaim "
