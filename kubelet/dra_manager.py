@@ -26,7 +26,7 @@ Metric: dra_operations_duration_seconds{operation_name, is_error} (PrepareResour
 simulated duration; UnprepareResources: 0).
 
 Not modelled: the container statuses' allocatedResourcesStatus (gate ResourceHealthStatus,
-which kemu does not have) and CDI devices.
+alpha since 1.31, off by default upstream; kemu does not have it) and CDI devices.
 """
 
 from __future__ import annotations
