@@ -47,7 +47,12 @@ from kubelet.allocation import (
     AllocationOptions,
     held_by_others,
 )
-from kubelet.dra_manager import PREPARE_RETRY_PERIOD, DraManager, PrepareError
+from kubelet.dra_manager import (
+    PREPARE_RETRY_PERIOD,
+    ClaimsInUseCollector,
+    DraManager,
+    PrepareError,
+)
 from kubelet.dra_slice_file import NO_DRIVERS, DraDrivers
 from kubelet.pod_manager import NodePods
 from kubelet.preemption import (
@@ -170,12 +175,13 @@ class PodSyncer:
         begins now (kubelet.dra_manager); while the claims are not ready the pod waits and
         is synced again later (or at a change of one of its claims)."""
         try:
-            delay = await self._dra.prepare_resources(pod)
+            prepared = await self._dra.prepare_resources(pod)
         except PrepareError as e:
             logger.info("pod %s: waiting for its ResourceClaims: %s", rt.key, e)
             self._queue.add_after(rt.uid, PREPARE_RETRY_PERIOD)
             return
-        rt.prepared_at = now + delay
+        rt.prepared_at = now + prepared.delay
+        rt.prepared_claims = prepared.claims
         node.save()
         self._update_runtime(node, pod, rt, now)
 
@@ -276,6 +282,12 @@ class PodWorkers:
             shutdown_duration=self.options.shutdown_duration,
             dra=DraManager(client, dra_drivers, recorder=recorder, registry=registry),
         )
+        if registry is not None:
+            registry.register(
+                ClaimsInUseCollector(
+                    lambda: (rt for n in self.nodes.values() for rt in n.runtimes.values())
+                )
+            )
         self._started = False
         self.syncs = 0
 

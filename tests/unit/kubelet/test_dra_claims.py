@@ -22,6 +22,7 @@ from kemu.component.runner import ComponentContext, run_component_async
 from kemu.testing.builders import make_pod
 from kemu.testing.fake_time import settle, wait_until
 from kubelet import app, options
+from kubelet.runtime import PodRuntime, PodState
 
 from .helpers import advance
 
@@ -60,6 +61,9 @@ class Env:
             {"operation_name": name, "is_error": str(error).lower()},
         )
         return value or 0.0
+
+    def in_use(self, driver: str) -> float | None:
+        return self.registry.get_sample_value("dra_resource_claims_in_use", {"driver_name": driver})
 
 
 @asynccontextmanager
@@ -158,9 +162,11 @@ async def test_a_pod_waits_for_its_claim_then_for_the_drivers_prepare_delay(tmp_
         assert env.operations("PrepareResources") == 1
         assert env.operations("PrepareResources", error=True) >= 1
         assert env.operations("UnprepareResources") == 0
+        assert env.in_use("gpu.example.com") == env.in_use("<any>") == 1
         await env.fake.delete(types_pb2.Pod, "p", "default", grace_period_seconds=0)
         await advance(env.clock, 1)
         assert env.operations("UnprepareResources") == 1
+        assert env.in_use("<any>") == 0
 
 
 async def test_an_unknown_driver_is_not_registered(tmp_path):
@@ -220,3 +226,12 @@ async def test_the_claim_of_dra_backed_extended_resources_is_prepared_too(tmp_pa
         await allocate(env, "p-extended-resources", "gpu-2", pod=pod)
         await advance(env.clock, 3)
         assert await phase(env, "p") == "Running"
+
+
+def test_a_preparing_pod_is_checkpointed_with_its_claims():
+    rt = PodRuntime("u", "default", "p", PodState.PREPARING, admitted_at=1.0, start_at=1.5)
+    rt.prepared_at = 3.0
+    rt.prepared_claims = {"claim-uid": ["gpu.example.com"]}
+    back = PodRuntime.from_json(rt.to_json())
+    assert back == rt
+    assert back.next_deadline() == 3.0
