@@ -36,6 +36,7 @@ from controllermanager import (
     podgc,
     podgroup_protection,
     replicaset,
+    resourceclaim,
     stateful_set,
     taint_eviction,
 )
@@ -57,6 +58,7 @@ from kemu.client.informer import InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.client.leaderelection import LeaderElectionConfig
 from kemu.component.featuregate import (
+    DYNAMIC_RESOURCE_ALLOCATION,
     GENERIC_WORKLOAD,
     SEPARATE_TAINT_EVICTION_CONTROLLER,
     FeatureGates,
@@ -91,6 +93,7 @@ CONTROLLERS: Final[dict[str, ControllerInit]] = {
     protection.PVC_PROTECTION: protection.new_pvc_protection_controller,
     protection.PV_PROTECTION: protection.new_pv_protection_controller,
     podgroup_protection.NAME: podgroup_protection.new_controller,
+    resourceclaim.NAME: resourceclaim.new_controller,
 }
 """Every controller by name, as upstream's NewControllerDescriptors: add new ones here."""
 
@@ -122,7 +125,8 @@ def drop_unavailable(
     ControllerDescriptor.requiredFeatureGates: a controller whose gate is off is disabled,
     whatever --controllers says): podgroup-protection-controller from 1.36, with
     GenericWorkload (cmd/kube-controller-manager/app/core.go
-    newPodGroupProtectionControllerDescriptor)."""
+    newPodGroupProtectionControllerDescriptor); resourceclaim-controller with
+    DynamicResourceAllocation (newResourceClaimControllerDescriptor)."""
     rules = VersionRules.at(gates.version)
     available = dict(controllers)
     if not (rules.podgroup_protection_controller and gates.enabled(GENERIC_WORKLOAD)):
@@ -131,6 +135,9 @@ def drop_unavailable(
                 "%s is disabled: it needs GenericWorkload, at 1.36 or later",
                 podgroup_protection.NAME,
             )
+    if not gates.enabled(DYNAMIC_RESOURCE_ALLOCATION):
+        if available.pop(resourceclaim.NAME, None) is not None:
+            logger.info("%s is disabled: it needs DynamicResourceAllocation", resourceclaim.NAME)
     return available
 
 

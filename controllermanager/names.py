@@ -25,6 +25,7 @@ SIMULATED_PROVISIONER: Final = "simulated-csi-provisioner"
 PVC_PROTECTION: Final = "pvc-protection"
 PV_PROTECTION: Final = "pv-protection"
 POD_GROUP_PROTECTION: Final = "podgroup-protection-controller"
+RESOURCE_CLAIM: Final = "resourceclaim-controller"
 
 CONTROLLER_NAMES: Final = (
     DISRUPTION,
@@ -45,5 +46,6 @@ CONTROLLER_NAMES: Final = (
     PVC_PROTECTION,
     PV_PROTECTION,
     POD_GROUP_PROTECTION,
+    RESOURCE_CLAIM,
 )
 """Every controller, in the order they start (as CONTROLLERS)."""

@@ -28,9 +28,10 @@ from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.client.controlplane import run_elected
 from kemu.client.events import EventRecorder
-from kemu.client.informer import FuncHandler, InformerFactory
+from kemu.client.informer import FuncHandler, Informer, InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.component.featuregate import (
+    DYNAMIC_RESOURCE_ALLOCATION,
     IN_PLACE_POD_VERTICAL_SCALING,
     IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION,
     POD_DISRUPTION_CONDITIONS,
@@ -42,12 +43,15 @@ from kemu.component.options import parse_component_args
 from kemu.component.pod_resources import pod_resources_options
 from kemu.component.runner import ComponentContext, cleanup_scope, run_component
 from kubelet.checkpoint import Checkpoint
+from kubelet.dra_driver import BindingConditionsDriver
+from kubelet.dra_slice_file import NO_DRIVERS
 from kubelet.network import default_node_ip
 from kubelet.node_control import serve_node_control
 from kubelet.node_status import NodeAgent
 from kubelet.options import COMPONENT, build_parser, settings_from_args
 from kubelet.pod_manager import NodePods
 from kubelet.pod_workers import PodWorkers
+from kubelet.resourceslice_controller import ResourceSlicePublisher
 from kubelet.settings import KubeletSettings, PodWorkerOptions
 
 logger = logging.getLogger(__name__)
@@ -120,6 +124,9 @@ class OwnNodes:
     def node(self, node: types_pb2.Node) -> bool:
         return node.metadata.name in self.names
 
+    def resource_slice(self, s: types_pb2.ResourceSlice) -> bool:
+        return s.spec.node_name in self.names
+
 
 class Kubelet:
     """The parts of one kubelet process, wired; `run()` does the work."""
@@ -145,6 +152,40 @@ class Kubelet:
             field_selector=f"metadata.name={host}" if single else "",
             keep=None if single else own.node,
         )
+        # --dra-slice-file: the simulated drivers publish each node's slices once its Node
+        # exists (kubelet.resourceslice_controller).
+        self.slice_publisher: ResourceSlicePublisher | None = None
+        self.slice_informer: Informer[types_pb2.ResourceSlice] | None = None
+        self.binding_driver: BindingConditionsDriver | None = None
+        dra = settings.dra
+        if dra and not ctx.gates.enabled(DYNAMIC_RESOURCE_ALLOCATION):
+            logger.warning("--dra-slice-file ignored: DynamicResourceAllocation is off")
+            dra = NO_DRIVERS
+        if dra:
+            self.slice_informer = self.informers.informer(
+                types_pb2.ResourceSlice, keep=own.resource_slice
+            )
+            self.slice_publisher = ResourceSlicePublisher(
+                client, dra, self.slice_informer, clock=ctx.clock
+            )
+            # Every claim: the pods waiting for theirs are synced at their changes, and the
+            # drivers answer the binding conditions of their devices (kubelet.dra_driver).
+            claim_informer = self.informers.informer(types_pb2.ResourceClaim)
+            self.binding_driver = BindingConditionsDriver(
+                client,
+                dra,
+                claim_informer,
+                clock=ctx.clock,
+                owns_pool=lambda pool: pool in own.names,
+            )
+            binding = self.binding_driver
+            claim_informer.add_event_handler(
+                FuncHandler(
+                    on_add=lambda c: self._on_claim(c, binding),
+                    on_update=lambda _old, new: self._on_claim(new, binding),
+                    on_delete=binding.on_claim_deleted,
+                )
+            )
         self.agents = [
             NodeAgent(
                 client,
@@ -170,6 +211,7 @@ class Kubelet:
             options=pod_worker_options(settings.pods, ctx.gates),
             recorder=self.recorder,
             registry=ctx.registry,
+            dra_drivers=dra,
         )
         self.pod_workers.restore()
         self.pod_informer.add_event_handler(self.pod_workers.handler())
@@ -193,6 +235,12 @@ class Kubelet:
         agent = self._agent_of.get(node.metadata.name)
         if agent is not None:
             agent.node_changed(node)
+        if self.slice_publisher is not None and node.metadata.name in self.own.names:
+            self.slice_publisher.node_changed(node)
+
+    def _on_claim(self, claim: types_pb2.ResourceClaim, binding: BindingConditionsDriver) -> None:
+        self.pod_workers.claim_changed(claim)
+        binding.on_claim(claim)
 
     def ready(self) -> bool:
         if not all(a.ready.is_set() for a in self.agents):
@@ -219,6 +267,10 @@ class Kubelet:
             self.informers.start(tg)
             await self.informers.wait_for_cache_sync()
             await tg.start(self.pod_workers.run)
+            if self.slice_publisher is not None:
+                await tg.start(self.slice_publisher.run)
+            if self.binding_driver is not None:
+                await tg.start(self.binding_driver.run)
             self._synced = True
             if self.settings.template is not None:
                 logger.info("kubelet running the nodes its parent adds (--node-control stdin)")
@@ -257,6 +309,9 @@ class Kubelet:
         pods = await self._client.list_all(types_pb2.Pod, field_selector=f"spec.nodeName={name}")
         nodes = await self._client.list_all(types_pb2.Node, field_selector=f"metadata.name={name}")
         self.pod_informer.merge(pods.items)
+        if self.slice_informer is not None:
+            slices = await self._client.list_all(types_pb2.ResourceSlice)
+            self.slice_informer.merge(s for s in slices.items if s.spec.node_name == name)
         self.pod_workers.add_node(
             NodePods(
                 name,
@@ -293,9 +348,13 @@ class Kubelet:
         # The workers let go first: the informers' deletes of the node's pods below are then
         # not taken for the pods' deletions (which would sync them, and retry resizes).
         self.pod_workers.remove_node(name)
+        if self.slice_publisher is not None:
+            self.slice_publisher.forget_node(name)
         self.own.names.discard(name)
         self.pod_informer.refilter()
         self.node_informer.refilter()
+        if self.slice_informer is not None:
+            self.slice_informer.refilter()
         logger.info("node %s: stopped", name)
 
 

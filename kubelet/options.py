@@ -16,6 +16,7 @@ from kemu.api.v1 import types_pb2
 from kemu.client.endpoints import add_server_flag
 from kemu.component.options import duration_flag, new_parser
 from kemu.machinery.quantity import format_resource, parse_capacity_flag, to_int
+from kubelet.dra_slice_file import NO_DRIVERS, DraDrivers, load_slice_file
 from kubelet.network import DEFAULT_NODE_IP_RANGE, default_node_ip, parse_node_ip
 from kubelet.resize_retry import DEFAULT_RETRY_PERIOD, INITIAL_RETRY_DELAY
 from kubelet.settings import (
@@ -181,6 +182,17 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"where the pod and allocation checkpoints live (default {DEFAULT_ROOT_DIR}); "
         "empty: no checkpoint",
     )
+    dra = parser.add_argument_group("dynamic resource allocation")
+    dra.add_argument(
+        "--dra-slice-file",
+        default="",
+        metavar="FILE",
+        help="simulated DRA drivers: a YAML file of ResourceSlice manifests (driver, devices "
+        "or sharedCounters) the kubelet publishes for each of its nodes once its Node exists, "
+        "with spec.nodeName and spec.pool (name = the node's name) filled in; annotations "
+        "kubelet.kemu.io/prepare-delay, binding-delay and binding-failure-devices set what "
+        "the driver does (kubelet.dra_slice_file)",
+    )
     return parser
 
 
@@ -202,7 +214,17 @@ def settings_from_args(args: argparse.Namespace, kubelet_version: str) -> Kubele
         pods=pods,
         root_dir=Path(args.root_dir) if args.root_dir else None,
         template=template if args.node_control else None,
+        dra=_dra_drivers(args),
     )
+
+
+def _dra_drivers(args: argparse.Namespace) -> DraDrivers:
+    if not args.dra_slice_file:
+        return NO_DRIVERS
+    try:
+        return load_slice_file(args.dra_slice_file)
+    except ValueError as e:
+        raise ValueError(f"--dra-slice-file: {args.dra_slice_file}: {e}") from None
 
 
 def _node_names(args: argparse.Namespace) -> list[str]:

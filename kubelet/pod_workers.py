@@ -40,12 +40,20 @@ from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.keys import revision_of
 from kemu.machinery.kinds import EVENT_WARNING
 from kemu.machinery.pod_strategy import TERMINAL_PHASES, spec_grace_seconds
+from kemu.machinery.resourceclaim import uses_claims
 from kubelet.admission import admit_pod
 from kubelet.allocation import (
     AllocationManager,
     AllocationOptions,
     held_by_others,
 )
+from kubelet.dra_manager import (
+    PREPARE_RETRY_PERIOD,
+    ClaimsInUseCollector,
+    DraManager,
+    PrepareError,
+)
+from kubelet.dra_slice_file import NO_DRIVERS, DraDrivers
 from kubelet.pod_manager import NodePods
 from kubelet.preemption import (
     PREEMPT_MESSAGE,
@@ -97,8 +105,10 @@ class PodSyncer:
         status: StatusManager,
         queue: WorkQueue,
         shutdown_duration: float | None,
+        dra: DraManager,
     ) -> None:
         self._client = client
+        self._dra = dra
         self._clock = clock
         self._node_of = node_of
         self._allocation = allocation
@@ -118,6 +128,8 @@ class PodSyncer:
         elif rt is not None:  # None: it finished before we knew it, nothing to do
             now = self._clock.now()
             self._update_runtime(node, pod, rt, now)
+            if rt.state == PodState.PREPARING and rt.prepared_at is None:
+                await self._prepare_resources(node, pod, rt, now)
             if rt.active:
                 await self._sync_active_pod(node, pod, rt, now)
             else:
@@ -128,6 +140,8 @@ class PodSyncer:
         self._node_of.pop(uid, None)
         if rt is None:
             return
+        if rt.active and rt.prepared_at is not None:
+            self._dra.unprepare_resources(rt.key)
         del node.runtimes[uid]
         node.deferred.discard(uid)
         node.addresses.release(uid)
@@ -148,9 +162,28 @@ class PodSyncer:
         if changed or actuated:
             node.save()
         if was_active and not rt.active:
+            if rt.prepared_at is not None:
+                self._dra.unprepare_resources(rt.key)
             self._allocation.retry(node, TRIGGER_POD_TERMINATED)
         elif actuated:
             self._allocation.retry(node, TRIGGER_POD_RESIZED)
+
+    async def _prepare_resources(
+        self, node: NodePods, pod: types_pb2.Pod, rt: PodRuntime, now: float
+    ) -> None:
+        """PrepareDynamicResources before the sandbox: the claims' NodePrepareResources
+        begins now (kubelet.dra_manager); while the claims are not ready the pod waits and
+        is synced again later (or at a change of one of its claims)."""
+        try:
+            prepared = await self._dra.prepare_resources(pod)
+        except PrepareError as e:
+            logger.info("pod %s: waiting for its ResourceClaims: %s", rt.key, e)
+            self._queue.add_after(rt.uid, PREPARE_RETRY_PERIOD)
+            return
+        rt.prepared_at = now + prepared.delay
+        rt.prepared_claims = prepared.claims
+        node.save()
+        self._update_runtime(node, pod, rt, now)
 
     async def _sync_active_pod(
         self, node: NodePods, pod: types_pb2.Pod, rt: PodRuntime, now: float
@@ -198,7 +231,9 @@ class PodWorkers:
         options: PodWorkerOptions | None = None,
         recorder: EventRecorder | None = None,
         registry: CollectorRegistry | None = None,
+        dra_drivers: DraDrivers = NO_DRIVERS,
     ) -> None:
+        """`dra_drivers`: the simulated DRA drivers of the nodes (--dra-slice-file)."""
         self._client = client
         self._clock = clock
         self.options = options or PodWorkerOptions()
@@ -245,7 +280,14 @@ class PodWorkers:
             status=self.status_manager,
             queue=self.queue,
             shutdown_duration=self.options.shutdown_duration,
+            dra=DraManager(client, dra_drivers, recorder=recorder, registry=registry),
         )
+        if registry is not None:
+            registry.register(
+                ClaimsInUseCollector(
+                    lambda: (rt for n in self.nodes.values() for rt in n.runtimes.values())
+                )
+            )
         self._started = False
         self.syncs = 0
 
@@ -273,6 +315,16 @@ class PodWorkers:
             for uid, rt in node.runtimes.items():
                 if rt.active and not rt.pod_ip:
                     self.queue.add(uid)
+
+    def claim_changed(self, claim: types_pb2.ResourceClaim) -> None:
+        """A ResourceClaim changed (feed it from a claim informer): the pods of these nodes
+        it is reserved for, waiting for it, are synced again."""
+        if not self._started:
+            return
+        for ref in claim.status.reserved_for:
+            rt = self.runtime(ref.uid)
+            if rt is not None and rt.state == PodState.PREPARING:
+                self.queue.add(ref.uid)
 
     def runtime(self, uid: str) -> PodRuntime | None:
         node = self._node_of.get(uid)
@@ -330,6 +382,8 @@ class PodWorkers:
             on_failure=self._admission_handler(node),
             counting=self.options.counting,
         )
+        if rt.state == PodState.STARTING and uses_claims(pod):
+            rt.state = PodState.PREPARING  # its sandbox waits for its claims (DRA)
         node.runtimes[rt.uid] = rt
         if rt.state == PodState.REJECTED:
             logger.info(
@@ -337,7 +391,7 @@ class PodWorkers:
             )
             if self._recorder is not None:
                 self._recorder.event(pod, EVENT_WARNING, rt.reason, "", rt.message)
-        elif rt.state == PodState.STARTING:
+        elif rt.state in (PodState.PREPARING, PodState.STARTING):
             node.save()
             logger.debug("node %s: admitted pod %s", node.name, rt.key)
 
@@ -548,6 +602,16 @@ def advance(
         rt.finished_at = min(stop, now)
         rt.state = PodState.TERMINATED
         changed = True
+    if (
+        rt.state == PodState.PREPARING
+        and rt.prepared_at is not None
+        and now + EPSILON >= rt.prepared_at
+    ):
+        # The sandbox and containers are created once the claims are prepared: the start-up
+        # delay counts from then.
+        rt.start_at = rt.prepared_at + (rt.start_at - rt.admitted_at)
+        rt.state = PodState.STARTING
+        changed = True
     if rt.state == PodState.STARTING and now + EPSILON >= rt.start_at:
         rt.state = PodState.RUNNING
         rt.started_at = now
@@ -587,7 +651,7 @@ def begin_termination(
     runs, a running one's containers get SIGTERM and a kill deadline `grace` seconds away,
     and a later stop with a shorter grace period brings a terminating pod's deadline
     forward. True if rt changed."""
-    if rt.state == PodState.STARTING:
+    if rt.state in (PodState.PREPARING, PodState.STARTING):
         rt.state = PodState.TERMINATED
         rt.finished_at = now
         return True

@@ -43,6 +43,10 @@ EXIT_KILLED: Final = 137  # 128 + SIGKILL
 
 
 class PodState(enum.StrEnum):
+    PREPARING = "Preparing"
+    """Admitted with ResourceClaims (DRA): waits until they are allocated and reserved for it,
+    then the drivers' NodePrepareResources takes until prepared_at; its containers start
+    after the start-up delay from then (kubelet.dra_manager)."""
     STARTING = "Starting"
     """Admitted; containers are being created until start_at."""
     RUNNING = "Running"
@@ -59,7 +63,9 @@ class PodState(enum.StrEnum):
     """Failed admission; never ran."""
 
 
-ACTIVE_STATES: Final = frozenset({PodState.STARTING, PodState.RUNNING, PodState.TERMINATING})
+ACTIVE_STATES: Final = frozenset(
+    {PodState.PREPARING, PodState.STARTING, PodState.RUNNING, PodState.TERMINATING}
+)
 """States whose pods hold resources on the node (upstream's active pods)."""
 
 
@@ -172,6 +178,11 @@ class PodRuntime:
     """The IP the pod got from the node's pod CIDR (kubelet.network; "" for none yet, and
     for a hostNetwork pod, whose IP is the node's); kept after the pod ends, as its status
     keeps it."""
+    prepared_at: float | None = None
+    """DRA: when its claims' NodePrepareResources completes (None: not begun); its claims
+    stay prepared until the pod stops (kubelet.dra_manager)."""
+    prepared_claims: dict[str, list[str]] = field(default_factory=dict)
+    """DRA: the claims prepared for it, by uid, each with its devices' drivers."""
 
     def restart_container(self, name: str, now: float) -> None:
         """The container was killed and started again (kubelet.resize_action)."""
@@ -192,6 +203,8 @@ class PodRuntime:
 
     def next_deadline(self) -> float | None:
         """The next instant at which this pod changes by itself, if any."""
+        if self.state == PodState.PREPARING:
+            return self.prepared_at
         if self.state == PodState.STARTING:
             return self.start_at
         if self.state == PodState.RUNNING:
@@ -251,6 +264,10 @@ class PodRuntime:
             data["restartedAt"] = {k: v for k, v in self.restarted_at.items()}
         if self.pod_ip:
             data["podIP"] = self.pod_ip
+        if self.prepared_at is not None:
+            data["preparedAt"] = self.prepared_at
+        if self.prepared_claims:
+            data["preparedClaims"] = {k: list(v) for k, v in self.prepared_claims.items()}
         return data
 
     @classmethod
@@ -296,6 +313,10 @@ class PodRuntime:
             restarts={k: int(v) for k, v in dict(data.get("restarts", {})).items()},
             restarted_at={k: float(v) for k, v in dict(data.get("restartedAt", {})).items()},
             pod_ip=str(data.get("podIP", "")),
+            prepared_at=opt_float("preparedAt"),
+            prepared_claims={
+                str(k): [str(d) for d in v] for k, v in dict(data.get("preparedClaims", {})).items()
+            },
         )
 
 

@@ -12,6 +12,7 @@ from typing import Final
 from kemu.api.v1 import types_pb2
 from kemu.machinery.quantity import to_int
 from kemu.machinery.resources import DEFAULT_OPTIONS, PodResourcesOptions
+from kubelet.dra_slice_file import NO_DRIVERS, DraDrivers
 from kubelet.resize_retry import DEFAULT_RETRY_PERIOD
 
 DEFAULT_LEASE_DURATION_SECONDS: Final = 40
@@ -115,3 +116,5 @@ class KubeletSettings:
     template: NodeConfig | None = None
     """--node-control: what the nodes added at run time share (each has its own name,
     providerID and IP); `nodes` is empty."""
+    dra: DraDrivers = NO_DRIVERS
+    """--dra-slice-file: the simulated DRA drivers every node of the process runs."""
