@@ -391,6 +391,27 @@ _DOMAIN_LITERAL: Final = re.compile(
 )
 
 
+_GO_TYPE_NAMES: Final = {
+    "NULL": "null_type",
+    "DURATION": "google.protobuf.Duration",
+    "TIMESTAMP": "google.protobuf.Timestamp",
+}
+_TYPE_TOKEN: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+
+
+def _go_type_name(name: str) -> str:
+    """A type as cel-go's Type.String() prints it (`list(int)`, `map(string, dyn)`,
+    `kubernetes.Quantity`), from the library's (`LIST<INT>`)."""
+
+    def token(match: re.Match[str]) -> str:
+        word = match.group(0)
+        if "." in word:
+            return word
+        return _GO_TYPE_NAMES.get(word, word.lower())
+
+    return _TYPE_TOKEN.sub(token, name).replace("<", "(").replace(">", ")")
+
+
 def _issues(error: Exception) -> str:
     text = _STATUS_PREFIX.sub("", str(error).strip(), count=1)
     return _STATUS_SUFFIX.sub("", text)
@@ -557,7 +578,7 @@ def compile_selector(expression: str, features: Features = Features()) -> Compil
     result_type = checked.return_type().name()
     if result_type not in _ACCEPTED_RESULTS:
         raise SelectorCompileError(
-            f"must evaluate to bool or the unknown type, not {result_type.lower()}"
+            f"must evaluate to bool or the unknown type, not {_go_type_name(result_type)}"
         )
     try:
         program = _EVAL_ENV.compile(expression)

@@ -93,6 +93,9 @@ def test_s_dra_cel_2_compile_errors_carry_upstream_messages() -> None:
         compile_selector("device.driver")
     assert err.value.detail == "must evaluate to bool or the unknown type, not string"
     with pytest.raises(SelectorCompileError) as err:
+        compile_selector("[1]")  # cel-go's type names
+    assert err.value.detail == "must evaluate to bool or the unknown type, not list(int)"
+    with pytest.raises(SelectorCompileError) as err:
         compile_selector("x +")
     assert "Syntax error" in err.value.detail
     with pytest.raises(SelectorCompileError):
