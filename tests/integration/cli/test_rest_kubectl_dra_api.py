@@ -120,24 +120,26 @@ def test_s_dra_api_11_every_kind_through_both_edges(kubectl: Kubectl) -> None:
     kemuctl(kubectl, "apply", "-f", "-", stdin=manifest("grpc", ns))
     applied = kubectl.run("apply", "-f", "-", stdin=manifest("rest", ns)).stdout.split()
     assert "resourceclaim.resource.k8s.io/claim-rest" in applied
+    namespaced = kubectl.json("get", "resourceclaims,resourceclaimtemplates", "-n", ns)["items"]
+    cluster = kubectl.json("get", "deviceclasses,resourceslices,devicetaintrules")["items"]
+    by_name = {(o["kind"], o["metadata"]["name"]): o for o in namespaced + cluster}
     for suffix in ("grpc", "rest"):
-        claim = kubectl.json("get", "resourceclaim", f"claim-{suffix}", "-n", ns)
+        claim = by_name["ResourceClaim", f"claim-{suffix}"]
         exactly = claim["spec"]["devices"]["requests"][0]["exactly"]
         assert (exactly["allocationMode"], exactly["count"]) == ("ExactCount", 1)
-        template = kubectl.json("get", "resourceclaimtemplate", f"gpu-{suffix}", "-n", ns)
-        assert template["apiVersion"] == "resource.k8s.io/v1"
-        rule = kubectl.json("get", "devicetaintrule", f"taint-{suffix}")
-        assert "timeAdded" in rule["spec"]["taint"]
-        got = kubectl.json("get", "resourceslice", f"node-{suffix}-gpu")
-        assert got["spec"]["devices"][0]["attributes"]["driverVersion"] == {"version": "1.2.3"}
+        assert by_name["ResourceClaimTemplate", f"gpu-{suffix}"]["apiVersion"] == (
+            "resource.k8s.io/v1"
+        )
+        assert ("DeviceClass", f"gpu-{suffix}.example.com") in by_name
+        assert "timeAdded" in by_name["DeviceTaintRule", f"taint-{suffix}"]["spec"]["taint"]
+        device = by_name["ResourceSlice", f"node-{suffix}-gpu"]["spec"]["devices"][0]
+        assert device["attributes"]["driverVersion"] == {"version": "1.2.3"}
     slices = kubectl.run("get", "resourceslices", "--field-selector", "spec.nodeName=node-rest")
     lines = slices.stdout.splitlines()
     assert lines[0].split() == ["NAME", "NODE", "DRIVER", "POOL", "AGE"]
     assert [line.split()[:4] for line in lines[1:]] == [
         ["node-rest-gpu", "node-rest", "gpu.example.com", "node-rest"]
     ]
-    # The gRPC edge reads what REST wrote.
-    assert "claim-rest" in kemuctl(kubectl, "get", "resourceclaims", "-n", ns)
     # The spec is immutable.
     patched = kubectl.run(
         "patch",
