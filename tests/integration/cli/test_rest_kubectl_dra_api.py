@@ -307,7 +307,44 @@ spec:
 
 
 def test_s_dra_api_17_admin_access_needs_the_namespace_label(kubectl: Kubectl) -> None:
-    """resourceclaim/strategy.go authorizedForAdmin (DRAAdminAccess GA at 1.36)."""
+    """resourceclaim/strategy.go authorizedForAdmin (DRAAdminAccess GA at 1.36), and
+    AuthorizedForAdminStatus for an allocation granting it."""
+    ns = kubectl.namespace("dra-plain")
+    kubectl.run("apply", "-f", "-", stdin=manifest("plain", ns))
+    granted = {
+        "status": {
+            "allocation": {
+                "devices": {
+                    "results": [
+                        {
+                            "request": "gpu",
+                            "driver": "gpu.example.com",
+                            "pool": "node-plain",
+                            "device": "gpu-0",
+                            "adminAccess": True,
+                        }
+                    ]
+                }
+            }
+        }
+    }
+    refused_status = kubectl.run(
+        "patch",
+        "resourceclaim",
+        "claim-plain",
+        "-n",
+        ns,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps(granted),
+        check=False,
+    )
+    assert refused_status.returncode != 0
+    assert (
+        "status.allocation.devices.results[0].adminAccess: Forbidden: admin access to devices "
+        "requires the `resource.kubernetes.io/admin-access: true` label"
+    ) in refused_status.stderr
     ns = kubectl.namespace("dra-admin")
     refused = kubectl.run("apply", "-f", "-", stdin=ADMIN_CLAIM.format(ns=ns), check=False)
     assert refused.returncode != 0
