@@ -18,6 +18,8 @@ The surface:
 - `CompiledSelector.matches(view)` -> bool, or raises `CELRuntimeError` (upstream's allocator
   aborts with "CEL runtime error: ...").
 - `SelectorCache` memoizes compilations (errors included), as upstream's `cel.Cache`.
+A view's memo is a plain dict: threads sharing a view may evaluate a selector twice, never see a
+wrong outcome.
 
 Differences from upstream, all for want of support in the library:
 - no cost estimation ("too complex, exceeds cost limit" is never returned) and no runtime cost
