@@ -103,6 +103,8 @@ _REQUEST_REF: Final = (
     "separated by '/'"
 )
 _IMMUTABLE: Final = "field is immutable"
+_NIL_STRINGS: Final = "[]string(nil)"
+"""An empty list as field.Error prints it (`%#v` of a nil []string)."""
 _C_IDENTIFIER_FMT: Final = "[A-Za-z_][A-Za-z0-9_]*"
 _C_IDENTIFIER: Final = re.compile(_C_IDENTIFIER_FMT)
 _C_IDENTIFIER_ERROR: Final = (
@@ -671,18 +673,18 @@ def _binding_parameters(
             )
     if not conditions and failures:
         causes.append(
-            invalid(
+            Cause(
                 f"{path}.bindingConditions",
-                "[]",
-                "bindingConditions are required to use bindingFailureConditions",
+                f"Invalid value: {_NIL_STRINGS}: bindingConditions are required to use "
+                "bindingFailureConditions",
             )
         )
     if not failures and conditions:
         causes.append(
-            invalid(
+            Cause(
                 f"{path}.bindingFailureConditions",
-                "[]",
-                "bindingFailureConditions are required to use bindingConditions",
+                f"Invalid value: {_NIL_STRINGS}: bindingFailureConditions are required to use "
+                "bindingConditions",
             )
         )
     return causes

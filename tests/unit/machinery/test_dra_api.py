@@ -467,3 +467,22 @@ def test_s_dra_api_19_dropping_fields_does_not_set_an_unset_request_type() -> No
     assert not claim.spec.devices.requests[0].HasField("exactly")
     (c,) = validate_object(claim)
     assert c.message == "Required value: exactly one of `exactly` or `firstAvailable` is required"
+
+
+def test_s_dra_api_20_binding_conditions_need_failure_conditions() -> None:
+    """validateDeviceBindingParameters: both lists or neither."""
+    sl = _slice(devices=[{"name": "gpu-0", "bindingConditions": ["Attached"]}])
+    assert [(c.field, c.message) for c in validate_object(sl)] == [
+        (
+            "spec.devices[0].bindingFailureConditions",
+            "Invalid value: []string(nil): bindingFailureConditions are required to use "
+            "bindingConditions",
+        )
+    ]
+    both = _slice(
+        devices=[{"name": "gpu-0", "bindingConditions": ["A"], "bindingFailureConditions": ["A"]}]
+    )
+    (c,) = validate_object(both)
+    assert c.message == (
+        'Invalid value: "A": bindingFailureConditions must not overlap with bindingConditions'
+    )
