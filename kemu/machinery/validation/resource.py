@@ -301,6 +301,9 @@ def _raw_extension(raw: pb.RawExtension, path: str, stored: bool, max_len: int) 
 def _validate_selectors(
     selectors: Sequence[pb.DeviceSelector], path: str, stored: bool, rules: DraRules
 ) -> list[Cause]:
+    """`stored`: upstream's StoredExpressions (else NewExpressions); kemu's environment is one
+    for both, so it changes nothing here (it is kept so the call sites read as upstream's)."""
+
     def one(selector: pb.DeviceSelector, p: str) -> list[Cause]:
         if not selector.HasField("cel"):
             return [required(f"{p}.cel")]
@@ -915,10 +918,6 @@ def _slice_spec(spec: pb.ResourceSliceSpec, old: pb.ResourceSliceSpec | None) ->
 
 def _counter_name(name: str, path: str) -> list[Cause]:
     return _dns_label(name, path)
-
-
-def _no_check(value: object, path: str) -> list[Cause]:
-    return []
 
 
 def _counter_set(c: pb.CounterSet, path: str) -> list[Cause]:
