@@ -275,6 +275,8 @@ def test_s_dra_api_15_v1beta1_and_v1beta2_at_1_33(tmp_path_factory: pytest.TempP
         c.write_kubeconfig()
         kubectl = Kubectl(c)
         kubectl.run("apply", "-f", "-", stdin=BETA1)
+        again = kubectl.run("apply", "-f", "-", stdin=BETA1.replace("A100", "H100")).stdout
+        assert "resourceslice.resource.k8s.io/old-slice configured" in again, again
         beta1 = kubectl.json("get", "resourceclaims.v1beta1.resource.k8s.io", "old-claim")
         assert beta1["spec"]["devices"]["requests"][0]["count"] == 2
         beta2 = kubectl.json("get", "resourceclaims.v1beta2.resource.k8s.io", "old-claim")
@@ -284,7 +286,7 @@ def test_s_dra_api_15_v1beta1_and_v1beta2_at_1_33(tmp_path_factory: pytest.TempP
         device = kubectl.json("get", "resourceslices.v1beta1.resource.k8s.io", "old-slice")["spec"][
             "devices"
         ][0]
-        assert device == {"name": "gpu-0", "basic": {"attributes": {"model": {"string": "A100"}}}}
+        assert device == {"name": "gpu-0", "basic": {"attributes": {"model": {"string": "H100"}}}}
         missing = kubectl.run("get", "resourceclaims.v1.resource.k8s.io", check=False)
         assert missing.returncode != 0
 
