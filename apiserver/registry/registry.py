@@ -117,7 +117,7 @@ class Registry:
         options = self._strategy_options
         self._updates: dict[str, UpdateREST] = {
             "": ObjectREST(options, self.admission),
-            subresources.STATUS.name: StatusREST(options, self._now),
+            subresources.STATUS.name: StatusREST(options, self._now, self._cached_namespace),
             subresources.RESIZE.name: ResizeREST(options, self._gates),
             subresources.FINALIZE.name: FinalizeREST(self.store),
         }

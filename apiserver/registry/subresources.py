@@ -14,6 +14,7 @@ from typing import Final, Protocol
 from google.protobuf.message import Message
 
 from apiserver.admission.chain import AdmissionChain
+from apiserver.admission.dra_admin_access import validate_admin_access_status
 from apiserver.admission.namespace_lifecycle import NamespaceLifecycle
 from apiserver.registry.pod_resize import check_resize_qos, resize_pod
 from apiserver.registry.store import GenericStore, copy_of, meta_of
@@ -85,9 +86,17 @@ class StatusREST:
     """The status subresource: the status strategy takes the status sent and keeps the rest
     (upstream's StatusREST over the kind's StatusStrategy)."""
 
-    def __init__(self, options: StrategyOptions, now: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        options: StrategyOptions,
+        now: Callable[[], float],
+        namespace_of: Callable[[str], types_pb2.Namespace | None],
+    ) -> None:
+        """`namespace_of`: a namespace as the watch cache holds it (a ResourceClaim's status
+        granting admin access needs its namespace's label)."""
         self._options = options
         self._now = now
+        self._namespace_of = namespace_of
 
     def write(self, kind: Kind, current: Message, sent: Message) -> Message:
         written = strategy_for(kind).prepare_for_status_update(
@@ -98,6 +107,7 @@ class StatusREST:
         )
         if causes:
             raise Invalid.from_causes(f'{kind.kind} "{meta_of(current).name}"', causes)
+        validate_admin_access_status(written, current, self._namespace_of)
         return written
 
     async def after_write(self, written: Message) -> Message:

@@ -297,10 +297,10 @@ GATES: Final[Mapping[str, GateDefinition]] = MappingProxyType(
                 ),
                 modelled=False,
             ),
-            _gate(DRA_EXTENDED_RESOURCE, alpha=34, beta=36, ga=37, modelled=False),
-            _gate(DRA_ADMIN_ACCESS, alpha=32, beta=34, ga=36, modelled=False),
-            _gate(DRA_PRIORITIZED_LIST, alpha=33, beta=34, ga=36, modelled=False),
-            _gate(DRA_RESOURCE_CLAIM_DEVICE_STATUS, alpha=32, beta=33, ga=37, modelled=False),
+            _gate(DRA_EXTENDED_RESOURCE, alpha=34, beta=36, ga=37),
+            _gate(DRA_ADMIN_ACCESS, alpha=32, beta=34, ga=36),
+            _gate(DRA_PRIORITIZED_LIST, alpha=33, beta=34, ga=36),
+            _gate(DRA_RESOURCE_CLAIM_DEVICE_STATUS, alpha=32, beta=33, ga=37),
             GateDefinition(
                 DRA_DEVICE_TAINTS,
                 (
@@ -308,7 +308,6 @@ GATES: Final[Mapping[str, GateDefinition]] = MappingProxyType(
                     FeatureSpec(_v(36), Stage.BETA, True),
                     FeatureSpec(_v(37), Stage.GA, True),
                 ),
-                modelled=False,
             ),
             # "Depends on an off-by-default beta API" at 1.36.
             GateDefinition(
@@ -318,11 +317,10 @@ GATES: Final[Mapping[str, GateDefinition]] = MappingProxyType(
                     FeatureSpec(_v(36), Stage.BETA, False),
                     FeatureSpec(_v(37), Stage.GA, True),
                 ),
-                modelled=False,
                 depends_on=(DRA_DEVICE_TAINTS,),
             ),
-            _gate(DRA_PARTITIONABLE_DEVICES, alpha=33, beta=36, modelled=False),
-            _gate(DRA_CONSUMABLE_CAPACITY, alpha=34, beta=36, modelled=False),
+            _gate(DRA_PARTITIONABLE_DEVICES, alpha=33, beta=36),
+            _gate(DRA_CONSUMABLE_CAPACITY, alpha=34, beta=36),
             _gate(
                 DRA_DEVICE_BINDING_CONDITIONS,
                 alpha=34,

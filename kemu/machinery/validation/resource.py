@@ -103,6 +103,8 @@ _REQUEST_REF: Final = (
     "separated by '/'"
 )
 _IMMUTABLE: Final = "field is immutable"
+_NIL_STRINGS: Final = "[]string(nil)"
+"""An empty list as field.Error prints it (`%#v` of a nil []string)."""
 _C_IDENTIFIER_FMT: Final = "[A-Za-z_][A-Za-z0-9_]*"
 _C_IDENTIFIER: Final = re.compile(_C_IDENTIFIER_FMT)
 _C_IDENTIFIER_ERROR: Final = (
@@ -299,6 +301,9 @@ def _raw_extension(raw: pb.RawExtension, path: str, stored: bool, max_len: int) 
 def _validate_selectors(
     selectors: Sequence[pb.DeviceSelector], path: str, stored: bool, rules: DraRules
 ) -> list[Cause]:
+    """`stored`: upstream's StoredExpressions (else NewExpressions); kemu's environment is one
+    for both, so it changes nothing here (it is kept so the call sites read as upstream's)."""
+
     def one(selector: pb.DeviceSelector, p: str) -> list[Cause]:
         if not selector.HasField("cel"):
             return [required(f"{p}.cel")]
@@ -671,18 +676,18 @@ def _binding_parameters(
             )
     if not conditions and failures:
         causes.append(
-            invalid(
+            Cause(
                 f"{path}.bindingConditions",
-                "[]",
-                "bindingConditions are required to use bindingFailureConditions",
+                f"Invalid value: {_NIL_STRINGS}: bindingConditions are required to use "
+                "bindingFailureConditions",
             )
         )
     if not failures and conditions:
         causes.append(
-            invalid(
+            Cause(
                 f"{path}.bindingFailureConditions",
-                "[]",
-                "bindingFailureConditions are required to use bindingConditions",
+                f"Invalid value: {_NIL_STRINGS}: bindingFailureConditions are required to use "
+                "bindingConditions",
             )
         )
     return causes
@@ -913,10 +918,6 @@ def _slice_spec(spec: pb.ResourceSliceSpec, old: pb.ResourceSliceSpec | None) ->
 
 def _counter_name(name: str, path: str) -> list[Cause]:
     return _dns_label(name, path)
-
-
-def _no_check(value: object, path: str) -> list[Cause]:
-    return []
 
 
 def _counter_set(c: pb.CounterSet, path: str) -> list[Cause]:

@@ -120,24 +120,26 @@ def test_s_dra_api_11_every_kind_through_both_edges(kubectl: Kubectl) -> None:
     kemuctl(kubectl, "apply", "-f", "-", stdin=manifest("grpc", ns))
     applied = kubectl.run("apply", "-f", "-", stdin=manifest("rest", ns)).stdout.split()
     assert "resourceclaim.resource.k8s.io/claim-rest" in applied
+    namespaced = kubectl.json("get", "resourceclaims,resourceclaimtemplates", "-n", ns)["items"]
+    cluster = kubectl.json("get", "deviceclasses,resourceslices,devicetaintrules")["items"]
+    by_name = {(o["kind"], o["metadata"]["name"]): o for o in namespaced + cluster}
     for suffix in ("grpc", "rest"):
-        claim = kubectl.json("get", "resourceclaim", f"claim-{suffix}", "-n", ns)
+        claim = by_name["ResourceClaim", f"claim-{suffix}"]
         exactly = claim["spec"]["devices"]["requests"][0]["exactly"]
         assert (exactly["allocationMode"], exactly["count"]) == ("ExactCount", 1)
-        template = kubectl.json("get", "resourceclaimtemplate", f"gpu-{suffix}", "-n", ns)
-        assert template["apiVersion"] == "resource.k8s.io/v1"
-        rule = kubectl.json("get", "devicetaintrule", f"taint-{suffix}")
-        assert "timeAdded" in rule["spec"]["taint"]
-        got = kubectl.json("get", "resourceslice", f"node-{suffix}-gpu")
-        assert got["spec"]["devices"][0]["attributes"]["driverVersion"] == {"version": "1.2.3"}
+        assert by_name["ResourceClaimTemplate", f"gpu-{suffix}"]["apiVersion"] == (
+            "resource.k8s.io/v1"
+        )
+        assert ("DeviceClass", f"gpu-{suffix}.example.com") in by_name
+        assert "timeAdded" in by_name["DeviceTaintRule", f"taint-{suffix}"]["spec"]["taint"]
+        device = by_name["ResourceSlice", f"node-{suffix}-gpu"]["spec"]["devices"][0]
+        assert device["attributes"]["driverVersion"] == {"version": "1.2.3"}
     slices = kubectl.run("get", "resourceslices", "--field-selector", "spec.nodeName=node-rest")
     lines = slices.stdout.splitlines()
     assert lines[0].split() == ["NAME", "NODE", "DRIVER", "POOL", "AGE"]
     assert [line.split()[:4] for line in lines[1:]] == [
         ["node-rest-gpu", "node-rest", "gpu.example.com", "node-rest"]
     ]
-    # The gRPC edge reads what REST wrote.
-    assert "claim-rest" in kemuctl(kubectl, "get", "resourceclaims", "-n", ns)
     # The spec is immutable.
     patched = kubectl.run(
         "patch",
@@ -273,6 +275,8 @@ def test_s_dra_api_15_v1beta1_and_v1beta2_at_1_33(tmp_path_factory: pytest.TempP
         c.write_kubeconfig()
         kubectl = Kubectl(c)
         kubectl.run("apply", "-f", "-", stdin=BETA1)
+        again = kubectl.run("apply", "-f", "-", stdin=BETA1.replace("A100", "H100")).stdout
+        assert "resourceslice.resource.k8s.io/old-slice configured" in again, again
         beta1 = kubectl.json("get", "resourceclaims.v1beta1.resource.k8s.io", "old-claim")
         assert beta1["spec"]["devices"]["requests"][0]["count"] == 2
         beta2 = kubectl.json("get", "resourceclaims.v1beta2.resource.k8s.io", "old-claim")
@@ -282,7 +286,7 @@ def test_s_dra_api_15_v1beta1_and_v1beta2_at_1_33(tmp_path_factory: pytest.TempP
         device = kubectl.json("get", "resourceslices.v1beta1.resource.k8s.io", "old-slice")["spec"][
             "devices"
         ][0]
-        assert device == {"name": "gpu-0", "basic": {"attributes": {"model": {"string": "A100"}}}}
+        assert device == {"name": "gpu-0", "basic": {"attributes": {"model": {"string": "H100"}}}}
         missing = kubectl.run("get", "resourceclaims.v1.resource.k8s.io", check=False)
         assert missing.returncode != 0
 
@@ -305,7 +309,44 @@ spec:
 
 
 def test_s_dra_api_17_admin_access_needs_the_namespace_label(kubectl: Kubectl) -> None:
-    """resourceclaim/strategy.go authorizedForAdmin (DRAAdminAccess GA at 1.36)."""
+    """resourceclaim/strategy.go authorizedForAdmin (DRAAdminAccess GA at 1.36), and
+    AuthorizedForAdminStatus for an allocation granting it."""
+    ns = kubectl.namespace("dra-plain")
+    kubectl.run("apply", "-f", "-", stdin=manifest("plain", ns))
+    granted = {
+        "status": {
+            "allocation": {
+                "devices": {
+                    "results": [
+                        {
+                            "request": "gpu",
+                            "driver": "gpu.example.com",
+                            "pool": "node-plain",
+                            "device": "gpu-0",
+                            "adminAccess": True,
+                        }
+                    ]
+                }
+            }
+        }
+    }
+    refused_status = kubectl.run(
+        "patch",
+        "resourceclaim",
+        "claim-plain",
+        "-n",
+        ns,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps(granted),
+        check=False,
+    )
+    assert refused_status.returncode != 0
+    assert (
+        "status.allocation.devices.results[0].adminAccess: Forbidden: admin access to devices "
+        "requires the `resource.kubernetes.io/admin-access: true` label"
+    ) in refused_status.stderr
     ns = kubectl.namespace("dra-admin")
     refused = kubectl.run("apply", "-f", "-", stdin=ADMIN_CLAIM.format(ns=ns), check=False)
     assert refused.returncode != 0

@@ -63,10 +63,24 @@ POD_GROUP_GATES = frozenset(
         fg.DRA_WORKLOAD_RESOURCE_CLAIMS,
     }
 )
+# DRA's whose fields the apiserver drops while they are off: test_dra_api_gates below.
+DRA_API_GATES = frozenset(
+    {
+        fg.DRA_EXTENDED_RESOURCE,
+        fg.DRA_ADMIN_ACCESS,
+        fg.DRA_PRIORITIZED_LIST,
+        fg.DRA_RESOURCE_CLAIM_DEVICE_STATUS,
+        fg.DRA_DEVICE_TAINTS,
+        fg.DRA_DEVICE_TAINT_RULES,
+        fg.DRA_PARTITIONABLE_DEVICES,
+        fg.DRA_CONSUMABLE_CAPACITY,
+    }
+)
 OWN_TESTS = (
     PTS_GATES
     | WORKLOAD_GATES
     | POD_GROUP_GATES
+    | DRA_API_GATES
     | {SEPARATE_TAINT, HOST_IPS, PDC, POD_LEVEL, RETRO}
     | NOT_MODELLED
 )
@@ -549,15 +563,7 @@ def test_not_modelled_gates_follow_upstreams_lifecycle() -> None:
         fg.OPPORTUNISTIC_BATCHING,
         fg.NODE_DECLARED_FEATURES,
         fg.DYNAMIC_RESOURCE_ALLOCATION,
-        fg.DRA_EXTENDED_RESOURCE,
         fg.DRA_WORKLOAD_RESOURCE_CLAIMS,
-        fg.DRA_ADMIN_ACCESS,
-        fg.DRA_PRIORITIZED_LIST,
-        fg.DRA_RESOURCE_CLAIM_DEVICE_STATUS,
-        fg.DRA_DEVICE_TAINTS,
-        fg.DRA_DEVICE_TAINT_RULES,
-        fg.DRA_PARTITIONABLE_DEVICES,
-        fg.DRA_CONSUMABLE_CAPACITY,
         fg.DRA_DEVICE_BINDING_CONDITIONS,
         fg.DRA_SCHEDULER_FILTER_TIMEOUT,
         fg.IN_PLACE_POD_VERTICAL_SCALING_ALLOCATED_STATUS,
@@ -823,3 +829,32 @@ def test_topology_aware_workload_scheduling_is_modelled() -> None:
     gates = gates_at(36, GenericWorkload=True, TopologyAwareWorkloadScheduling=True)
     assert gates.enabled(fg.TOPOLOGY_AWARE_WORKLOAD_SCHEDULING)
     assert gates.warnings == ()
+
+
+@pytest.mark.parametrize(
+    ("minor", "expected"),
+    [
+        # ExtendedResource, AdminAccess, PrioritizedList, DeviceStatus, DeviceTaints,
+        # DeviceTaintRules, PartitionableDevices, ConsumableCapacity
+        (33, (False, False, False, True, False, False, False, False)),
+        (34, (False, True, True, True, False, False, False, False)),
+        (36, (True, True, True, True, True, False, True, True)),
+        (37, (True, True, True, True, True, True, True, True)),
+    ],
+)
+def test_dra_api_gates(minor: int, expected: tuple[bool, ...]) -> None:
+    """The DRA gates the apiserver models (their fields dropped while off: kemu.machinery.dra),
+    at upstream's defaults (pkg/features)."""
+    got = defaults_at(minor, DRA_API_GATES)
+    order = (
+        fg.DRA_EXTENDED_RESOURCE,
+        fg.DRA_ADMIN_ACCESS,
+        fg.DRA_PRIORITIZED_LIST,
+        fg.DRA_RESOURCE_CLAIM_DEVICE_STATUS,
+        fg.DRA_DEVICE_TAINTS,
+        fg.DRA_DEVICE_TAINT_RULES,
+        fg.DRA_PARTITIONABLE_DEVICES,
+        fg.DRA_CONSUMABLE_CAPACITY,
+    )
+    assert tuple(got.get(g, False) for g in order) == expected
+    assert all(fg.gate_modelled(g) for g in DRA_API_GATES)

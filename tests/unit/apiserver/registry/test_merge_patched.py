@@ -186,9 +186,9 @@ async def test_a_status_patch_stores_what_the_whole_round_trip_stored(
     sent = _whole(POD, current, patch, None)
     assert isinstance(sent, types_pb2.Pod)
     sent.metadata.resource_version = current.metadata.resource_version
-    expected = StatusREST(env.registry._strategy_options, env.registry.now).write(
-        POD, current, sent
-    )
+    expected = StatusREST(
+        env.registry._strategy_options, env.registry.now, lambda _name: None
+    ).write(POD, current, sent)
     assert isinstance(expected, types_pb2.Pod)
     await env.registry.patch("pods", "default", "p", json.dumps(patch), "status")
     stored = env.stored_pod()
