@@ -54,8 +54,8 @@ from kemu.scheduling.config import (
     KubeSchedulerConfiguration,
 )
 from kemu.scheduling.deferred import resize_preemption_enabled
+from kemu.scheduling.dra_manager import DRA_KINDS, DraManager
 from kemu.scheduling.interface import SCHEDULER_POD_FIELD_SELECTOR, ObjectLister
-from kemu.scheduling.plugins.dra_manager import DRA_KINDS
 from kemu.scheduling.plugins.registry import Registry
 from kemu.scheduling.plugins.volumes import STORAGE_KINDS
 from kemu.scheduling.pod_group_state import GroupMembership, MembershipField, PodGroupStates
@@ -205,6 +205,15 @@ def new_frameworks(
     host = socket.gethostname()
     rng = random.Random(settings.seed)
     waiting_pods = WaitingPodsMap()
+    # DRA: one view of the claims (assumed, in flight), slices and classes for every profile.
+    dra_manager = (
+        DraManager.of(
+            informers.factory,
+            taint_rules=any(i.kind is types_pb2.DeviceTaintRule for i in informers.dra),
+        )
+        if informers.dra
+        else None
+    )
     observe = observer_from_histogram(metrics.framework_extension_point_duration)
     executor = functools.partial(
         Executor, client=client, pod_lister=informers.pods.lister, metrics=metrics
@@ -230,6 +239,7 @@ def new_frameworks(
                     rng=rng,
                     preemption_executor=executor,
                     pod_group_states=pod_groups,
+                    dra_manager=dra_manager,
                 ),
             )
             for profile in settings.config.profiles

@@ -70,6 +70,7 @@ from kemu.scheduling.dra.allocator import (
 )
 from kemu.scheduling.dra.pools import FailedAllocationOnNode
 from kemu.scheduling.dra.taints import apply_taint_rules
+from kemu.scheduling.dra_manager import DraManager
 from kemu.scheduling.events import (
     ActionType,
     ClusterEvent,
@@ -91,7 +92,6 @@ from kemu.scheduling.interface import (
     PreFilterPlugin,
     ReservePlugin,
 )
-from kemu.scheduling.plugins.dra_manager import DraManager
 from kemu.scheduling.plugins.helpers import NodeSelector, check_arg_keys, node_selector
 from kemu.scheduling.status import SKIP, SUCCESS, Status, as_error, unresolvable, unschedulable
 from kemu.scheduling.types import NodeInfo, PostFilterResult, PreFilterResult
@@ -704,11 +704,14 @@ def new(args: PluginArgs, handle: Handle) -> DynamicResources:
             "1 second"
         )
     enabled = gates.enabled(DYNAMIC_RESOURCE_ALLOCATION)
-    manager = (
-        DraManager.of(handle, taint_rules=_taint_rules_served(handle))
-        if enabled
-        else DraManager.empty()
-    )
+    manager = handle.shared_dra_manager() if enabled else None
+    if manager is None:
+        # No scheduler's manager (a simulation): the handle's informers, or nothing.
+        manager = (
+            DraManager.of(handle.informer_factory(), taint_rules=_taint_rules_served(handle))
+            if enabled
+            else DraManager.empty()
+        )
     return DynamicResources(
         handle,
         manager,
