@@ -45,12 +45,10 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from kemu.api.v1 import types_pb2
 from kemu.component.featuregate import (
     DRA_DEVICE_BINDING_CONDITIONS,
-    DRA_DEVICE_TAINT_RULES,
     DRA_RESOURCE_CLAIM_DEVICE_STATUS,
     DRA_SCHEDULER_FILTER_TIMEOUT,
     DYNAMIC_RESOURCE_ALLOCATION,
 )
-from kemu.component.version import Version
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.keys import object_key
 from kemu.machinery.resourceclaim import (
@@ -704,14 +702,11 @@ def new(args: PluginArgs, handle: Handle) -> DynamicResources:
             "1 second"
         )
     enabled = gates.enabled(DYNAMIC_RESOURCE_ALLOCATION)
-    manager = handle.shared_dra_manager() if enabled else None
-    if manager is None:
-        # No scheduler's manager (a simulation): the handle's informers, or nothing.
-        manager = (
-            DraManager.of(handle.informer_factory(), taint_rules=_taint_rules_served(handle))
-            if enabled
-            else DraManager.empty()
-        )
+    # The scheduler's manager; a simulation without one (the autoscaler's, until it has DRA)
+    # sees no claims, slices or classes: a pod with claims does not fit, others Skip. (No
+    # informers are asked for here: one started late would never sync.)
+    shared = handle.shared_dra_manager() if enabled else None
+    manager = shared if shared is not None else DraManager.empty()
     return DynamicResources(
         handle,
         manager,
@@ -719,9 +714,3 @@ def new(args: PluginArgs, handle: Handle) -> DynamicResources:
         binding_timeout=binding_timeout,
         filter_timeout=filter_timeout,
     )
-
-
-def _taint_rules_served(handle: Handle) -> bool:
-    """DeviceTaintRule is served at 1.37 with DRADeviceTaintRules (kemu.machinery.kinds)."""
-    gates = handle.gates
-    return gates.enabled(DRA_DEVICE_TAINT_RULES) and gates.version >= Version(1, 37)

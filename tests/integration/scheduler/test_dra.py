@@ -235,3 +235,32 @@ async def test_s_dra_sched_5_binding_failure_condition_fails_prebind(cluster: Cl
             return True
 
         await eventually(failed_and_retried, timeout=TIMEOUT)
+
+
+async def test_s_dra_sched_6_claim_from_a_template(cluster: Cluster) -> None:
+    """S-DRA-SCHED-6: a pod whose entry names a ResourceClaimTemplate waits at PreEnqueue until
+    its status.resourceClaimStatuses names the generated claim and that claim, owned by the
+    pod, exists (the resourceclaim controller's part, written here by the test); the pod's
+    update (UpdatePodGeneratedResourceClaim) and the claim's creation let it in, and it gets the
+    device."""
+    async with Scenario.open(cluster, "dra-6") as s:
+        n0 = await s.bare_node("n0", cpu="4", memory="8Gi", pods="10")
+        cls = await gpu_class(s)
+        await s.client.create(dra.resource_slice(n0, DRIVER, ["gpu-0"]))
+        p = s.pod("p").obj()
+        p.spec.resource_claims.add(name="gpu", resource_claim_template_name="gpu-template")
+        p.spec.containers[0].resources.claims.add(name="gpu")
+        created = await s.create(p)
+        generated = dra.claim(s.ns, "p-gpu-x7k2q", cls)
+        owner = generated.metadata.owner_references.add(
+            api_version="v1", kind="Pod", name="p", uid=created.metadata.uid
+        )
+        owner.controller = True
+        await s.client.create(generated)
+        assert not (await s.get("p")).spec.node_name
+        current = await s.get("p")
+        current.status.resource_claim_statuses.add(name="gpu", resource_claim_name="p-gpu-x7k2q")
+        await s.client.update_status(current)
+        assert await s.wait_bound("p", timeout=TIMEOUT) == n0
+        c = await claim_of(s, "p-gpu-x7k2q")
+        assert [r.name for r in c.status.reserved_for] == ["p"]
