@@ -67,7 +67,7 @@ from kemu.scheduling.dra.allocator import (
     new_cel_cache,
 )
 from kemu.scheduling.dra.pools import FailedAllocationOnNode
-from kemu.scheduling.dra.taints import apply_taint_rules
+from kemu.scheduling.dra.taints import TaintedSlices
 from kemu.scheduling.dra_manager import DraManager
 from kemu.scheduling.events import (
     ActionType,
@@ -223,6 +223,8 @@ class DynamicResources(
         # Selector results kept for the scheduler's lifetime (upstream: a 10-entry LRU of
         # compiled expressions; kemu.scheduling.dra.cel_cache says why kemu keeps more).
         self.cel_cache = new_cel_cache(self.features)
+        # Tainted slices stay the same objects across cycles (the allocator caches by slice).
+        self.tainted = TaintedSlices()
 
     def name(self) -> str:
         return NAME
@@ -301,7 +303,7 @@ class DynamicResources(
             )
             slices = self.manager.slices_list()
             if self.features.device_taints:
-                slices = apply_taint_rules(slices, self.manager.taint_rules_list())
+                slices = self.tainted.apply(slices, self.manager.taint_rules_list())
             s.allocator = Allocator(
                 self.features,
                 [claims[i] for i in s.to_allocate],

@@ -31,7 +31,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     with Cluster(tmp_path_factory.mktemp("dra-scheduling")) as c:
         c.start_etcd()
         c.start_apiserver()
-        # Binding conditions time out after 3 s here (bindingTimeout, upstream's default 600 s).
+        # Binding conditions time out after 15 s here (bindingTimeout; upstream's default 600 s).
         config = c.root / "dra-scheduler.yaml"
         config.write_text(
             "apiVersion: kubescheduler.config.k8s.io/v1\n"
@@ -41,7 +41,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             "  pluginConfig:\n"
             "  - name: DynamicResources\n"
             "    args:\n"
-            "      bindingTimeout: 3s\n"
+            "      bindingTimeout: 15s\n"
         )
         c.start_scheduler(config=config)
         yield c

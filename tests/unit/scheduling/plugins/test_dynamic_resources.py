@@ -221,3 +221,25 @@ def test_args_are_validated_as_upstream() -> None:
     pl = dr.new({"bindingTimeout": "30s", "filterTimeout": "5s"}, handle)
     assert (pl.binding_timeout, pl.filter_timeout) == (30.0, 5.0)
     assert dr.new({}, handle).binding_timeout == dr.DEFAULT_BINDING_TIMEOUT_SECONDS
+
+
+def test_binding_timed_out_claim_is_not_available() -> None:
+    """An allocated claim whose binding conditions are not met bindingTimeout after its
+    allocationTimestamp: Filter marks it unavailable (PostFilter then deallocates it)."""
+    c = claim("c1")
+    r = c.status.allocation.devices.results.add(
+        request="req-0", driver=DRIVER, pool="n0", device="d"
+    )
+    r.binding_conditions.append("Attached")
+    p = pod("p", "c1")
+    c.status.reserved_for.add(resource="pods", name="p", uid=p.metadata.uid)
+    pl, _ = plugin(c, dra.device_class(CLS), binding_timeout=60)
+    pl.binding_conditions = True
+    now = pl.handle.clock.now()
+    c.status.allocation.allocation_timestamp.FromSeconds(int(now) - 30)
+    _, codes = cycle(pl, p, [node("n0")])
+    assert codes == {"n0": Code.SUCCESS}
+    c.status.allocation.allocation_timestamp.FromSeconds(int(now) - 61)
+    state, codes = cycle(pl, p, [node("n0")])
+    assert codes == {"n0": Code.UNSCHEDULABLE_AND_UNRESOLVABLE}
+    assert pl.filter(state, p, node("n0")).message() == dr.MSG_NOT_AVAILABLE
