@@ -175,7 +175,9 @@ class _Informers:
         # served, DeviceTaintRules; their changes requeue the pods waiting for devices
         # (EventHandlers.register_dra).
         dra: list[Informer[Message]] = []
-        if ctx.gates.enabled(DYNAMIC_RESOURCE_ALLOCATION):
+        # (resource.k8s.io is served from 1.34, v1: kemu.machinery.kinds; earlier versions'
+        # v1beta* are not emulated, so an older scheduler with the gate forced on reads none.)
+        if ctx.gates.enabled(DYNAMIC_RESOURCE_ALLOCATION) and ctx.gates.version >= Version(1, 34):
             dra = [factory.informer(kind) for kind in DRA_KINDS]
             if ctx.gates.enabled(DRA_DEVICE_TAINT_RULES) and ctx.gates.version >= Version(1, 37):
                 dra.append(factory.informer(types_pb2.DeviceTaintRule))

@@ -106,6 +106,7 @@ class DraManager:
         """Every claim whose devices are taken: allocated in the (assumed) claims, or in flight
         (upstream ListAllAllocatedDevices' input)."""
         by_uid: dict[str, types_pb2.ResourceClaim] = {}
+        self.claims.prune()  # assumptions of deleted claims go (list() only sees live ones)
         for claim in self.claims.list():
             if claim.status.HasField("allocation"):
                 by_uid[claim.metadata.uid] = claim

@@ -264,3 +264,24 @@ async def test_s_dra_sched_6_claim_from_a_template(cluster: Cluster) -> None:
         assert await s.wait_bound("p", timeout=TIMEOUT) == n0
         c = await claim_of(s, "p-gpu-x7k2q")
         assert [r.name for r in c.status.reserved_for] == ["p"]
+
+
+async def test_s_dra_sched_7_two_pods_share_one_claim(cluster: Cluster) -> None:
+    """S-DRA-SCHED-7: two pods naming the same claim: the first allocates it; the second finds
+    it allocated, goes where its node selector points and is added to reservedFor (structured
+    claims are shareable up to 256 consumers)."""
+    async with Scenario.open(cluster, "dra-7") as s:
+        n0 = await s.bare_node("n0", cpu="4", memory="8Gi", pods="10")
+        await s.bare_node("n1", cpu="4", memory="8Gi", pods="10")
+        cls = await gpu_class(s)
+        await s.client.create(dra.resource_slice(n0, DRIVER, ["gpu-0"]))
+        await s.client.create(dra.claim(s.ns, "shared", cls))
+        await s.create(dra.with_claim(s.pod("a").obj(), "shared"))
+        assert await s.wait_bound("a", timeout=TIMEOUT) == n0
+        await s.create(dra.with_claim(s.pod("b").obj(), "shared"))
+        assert await s.wait_bound("b", timeout=TIMEOUT) == n0
+        c = await claim_of(s, "shared")
+        assert sorted(r.name for r in c.status.reserved_for) == ["a", "b"]
+        assert len(c.status.allocation.devices.results) == 1
+        [term] = c.status.allocation.node_selector.node_selector_terms
+        assert [(f.key, list(f.values)) for f in term.match_fields] == [("metadata.name", [n0])]

@@ -223,7 +223,7 @@ def test_args_are_validated_as_upstream() -> None:
     assert dr.new({}, handle).binding_timeout == dr.DEFAULT_BINDING_TIMEOUT_SECONDS
 
 
-def test_binding_timed_out_claim_is_not_available() -> None:
+def test_s_dra_sched_u5_binding_timed_out_claim_is_not_available() -> None:
     """An allocated claim whose binding conditions are not met bindingTimeout after its
     allocationTimestamp: Filter marks it unavailable (PostFilter then deallocates it)."""
     c = claim("c1")
