@@ -292,7 +292,7 @@ class DynamicResources(
                     f"resource claim {object_key(claim)} is in the process of being allocated"
                 )
             for req in claim.spec.devices.requests:
-                missing = self._missing_class(req)
+                missing = self._missing_class(claim, req)
                 if missing:
                     return None, unresolvable(missing)
             s.to_allocate.append(i)
@@ -314,13 +314,22 @@ class DynamicResources(
             )
         return None, SUCCESS
 
-    def _missing_class(self, req: types_pb2.DeviceRequest) -> str:
-        """Upstream's message when a request's class does not exist ("" when all do)."""
+    def _missing_class(self, claim: types_pb2.ResourceClaim, req: types_pb2.DeviceRequest) -> str:
+        """Upstream's message when a request cannot be served as written: its class does not
+        exist, it has subrequests with DRAPrioritizedList off, or it is of neither kind ("" when
+        it is fine)."""
         if req.HasField("exactly"):
             name = req.exactly.device_class_name
             if self.manager.classes.get(name) is None:
                 return f"request {req.name}: device class {name} does not exist"
             return ""
+        if not req.first_available:
+            return f"resource claim {object_key(claim)}, request {req.name}: unknown request type"
+        if not self.features.prioritized_list:
+            return (
+                f"resource claim {object_key(claim)}, request {req.name}: has subrequests, but "
+                "the DRAPrioritizedList feature is disabled"
+            )
         for sub in req.first_available:
             if self.manager.classes.get(sub.device_class_name) is None:
                 return (

@@ -243,3 +243,18 @@ def test_s_dra_sched_u5_binding_timed_out_claim_is_not_available() -> None:
     state, codes = cycle(pl, p, [node("n0")])
     assert codes == {"n0": Code.UNSCHEDULABLE_AND_UNRESOLVABLE}
     assert pl.filter(state, p, node("n0")).message() == dr.MSG_NOT_AVAILABLE
+
+
+def test_s_dra_sched_u6_request_kinds_at_pre_filter() -> None:
+    """PreFilter's request checks: firstAvailable's subrequest classes; a request of neither
+    kind is "unknown request type"."""
+    c = claim("c1")
+    req = c.spec.devices.requests[0]
+    req.ClearField("exactly")
+    req.first_available.add(name="big", device_class_name="nope")
+    pl, _ = plugin(c, dra.device_class(CLS))
+    _, status = pl.pre_filter(CycleState(), pod("p", "c1"), [node("n0")])
+    assert status.message() == "request req-0/big: device class nope does not exist"
+    del req.first_available[:]
+    _, status = pl.pre_filter(CycleState(), pod("p", "c1"), [node("n0")])
+    assert status.message() == "resource claim default/c1, request req-0: unknown request type"
