@@ -163,7 +163,15 @@ async def test_s_nne_dra_3_restart_finds_the_claims_allocation(cluster: Cluster)
         api = s.client
         cls = f"{s.ns}.gpu"
         await api.create(dra.device_class(cls))
-        await api.create(dra.resource_slice(n0, DRIVER, ["gpu-0"], binding_conditions=["Attached"]))
+        await api.create(
+            dra.resource_slice(
+                n0,
+                DRIVER,
+                ["gpu-0"],
+                binding_conditions=["Attached"],
+                binding_failure_conditions=["AttachFailed"],
+            )
+        )
         for name in ("dev", "dev2"):
             await api.create(dra.claim(s.ns, name, cls))
         await s.create(dra.with_claim(s.pod("first").obj(), "dev"))
