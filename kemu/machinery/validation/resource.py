@@ -39,6 +39,7 @@ from kemu.machinery.dra_cel import (
 )
 from kemu.machinery.errors import Cause, Invalid
 from kemu.machinery.quantity import Quantity, parse_quantity
+from kemu.machinery.resourceclaim import RESERVED_FOR_MAX_SIZE
 from kemu.machinery.semver import is_semver
 from kemu.machinery.validation.field import (
     duplicate,
@@ -87,7 +88,7 @@ DEVICE_CONFIG_MAX_SIZE: Final = 32
 FIRST_AVAILABLE_MAX_SIZE: Final = 8
 ALLOCATION_RESULTS_MAX_SIZE: Final = 32
 OPAQUE_PARAMETERS_MAX_LENGTH: Final = 10 * 1024
-RESERVED_FOR_MAX_SIZE: Final = 256
+
 ALLOCATED_DEVICE_STATUS_MAX_CONDITIONS: Final = 8
 ALLOCATED_DEVICE_STATUS_DATA_MAX_LENGTH: Final = 10 * 1024
 NETWORK_INTERFACE_NAME_MAX_LENGTH: Final = 256
