@@ -118,6 +118,9 @@ DRA_PARTITIONABLE_DEVICES: Final = "DRAPartitionableDevices"
 DRA_CONSUMABLE_CAPACITY: Final = "DRAConsumableCapacity"
 DRA_DEVICE_BINDING_CONDITIONS: Final = "DRADeviceBindingConditions"
 DRA_SCHEDULER_FILTER_TIMEOUT: Final = "DRASchedulerFilterTimeout"
+# KEP-5690 (scheduler only): DynamicResources' PreFilterExtensions release a victim's claims in
+# preemption's dry run, and Filter's "cannot allocate all claims" becomes Unschedulable.
+DRA_PREEMPTION: Final = "DRAPreemption"
 # Known, not modelled: the in-place resize family beside InPlacePodVerticalScaling (kubelet
 # features kemu's kubelet does not have: exclusive CPUs and memory of the CPU and memory
 # managers' static policies, resizing pod-level resources, the old allocatedResources gate).
@@ -329,6 +332,9 @@ GATES: Final[Mapping[str, GateDefinition]] = MappingProxyType(
                 depends_on=(DRA_RESOURCE_CLAIM_DEVICE_STATUS,),
             ),
             _gate(DRA_SCHEDULER_FILTER_TIMEOUT, beta=34, modelled=True),
+            # Alpha (off) at 1.37: KEP-5690 "The gate is disabled by default"; upstream master's
+            # dynamicresources_preemption_test.go (feature.Features.EnableDRAPreemption).
+            _gate(DRA_PREEMPTION, alpha=37, depends_on=(DYNAMIC_RESOURCE_ALLOCATION,)),
             # The in-place resize family (KEP-1287, KEP-5419) kemu's kubelet has no part of.
             # PodLevelResources (KEP-2837) is not one of them: kemu models it.
             GateDefinition(

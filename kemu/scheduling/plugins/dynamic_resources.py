@@ -30,14 +30,20 @@ DefaultPreemption leaves such nodes alone), `statusError` an Error (the pod back
   5 s on the handle's clock, at most bindingTimeout, 600 s by default), an Error on a
   bindingFailureCondition or the timeout.
 
-Not modelled: Score (firstAvailable's preference), SignPod, extended resources backed by DRA
-(DRAExtendedResource), DRA-aware preemption's PreFilterExtensions.
+- PreFilterExtensions (DRAPreemption, KEP-5690, alpha at 1.37; upstream master's
+  dynamicresources_preemption_test.go): RemovePod releases, in the dry run's copy of the state,
+  the claims of a victim that no remaining pod reserves (not those reserved for a PodGroup);
+  AddPod takes them back. Filter then allocates over the devices left by the others, and its
+  "cannot allocate all claims" is Unschedulable (UnschedulableAndUnresolvable without the gate,
+  as at 1.34-1.36, where DefaultPreemption never frees devices).
+
+Not modelled: SignPod, extended resources backed by DRA (DRAExtendedResource).
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -45,6 +51,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from kemu.api.v1 import types_pb2
 from kemu.component.featuregate import (
     DRA_DEVICE_BINDING_CONDITIONS,
+    DRA_PREEMPTION,
     DRA_RESOURCE_CLAIM_DEVICE_STATUS,
     DRA_SCHEDULER_FILTER_TIMEOUT,
     DYNAMIC_RESOURCE_ALLOCATION,
@@ -105,6 +112,7 @@ from kemu.scheduling.types import (
     MAX_NODE_SCORE,
     NodeInfo,
     NodeScore,
+    PodInfo,
     PostFilterResult,
     PreFilterResult,
 )
@@ -149,9 +157,22 @@ class _State:
     node_allocations: dict[str, list[types_pb2.AllocationResult]] = field(default_factory=dict)
     # Reserve's allocations (claim index -> result), published by PreBind.
     allocations: dict[int, types_pb2.AllocationResult] = field(default_factory=dict)
+    # Preemption's dry run (DRAPreemption): the claims its removed pods release (UIDs), the
+    # removed pods per claim, and the allocators over what the others keep (by released set).
+    preempting: bool = False
+    released: set[str] = field(default_factory=set)
+    removed_for_claim: dict[str, set[str]] = field(default_factory=dict)
+    simulated: dict[frozenset[str], Allocator] = field(default_factory=dict)
 
     def clone(self) -> _State:
-        return self
+        """Shared, as upstream's pointer, but for what the dry run changes."""
+        if not self.preempting:
+            return self
+        return replace(
+            self,
+            released=set(self.released),
+            removed_for_claim={k: set(v) for k, v in self.removed_for_claim.items()},
+        )
 
 
 def _matching_device_status(
@@ -246,6 +267,14 @@ class DynamicResources(
         self.tainted = TaintedSlices()
         # Score: 1.36+ (upstream's plugin has no Score before), with DRAPrioritizedList.
         self.scores = gates.version >= Version(1, 36) and self.features.prioritized_list
+        self.preemption = gates.enabled(DRA_PREEMPTION)
+        # "cannot allocate all claims": Unschedulable (preemption may free devices) only with
+        # DRAPreemption; UnschedulableAndUnresolvable before (upstream statusUnschedulable).
+        self._cannot_allocate = (
+            unschedulable(MSG_CANNOT_ALLOCATE)
+            if self.preemption
+            else unresolvable(MSG_CANNOT_ALLOCATE)
+        )
 
     def name(self) -> str:
         return NAME
@@ -292,7 +321,7 @@ class DynamicResources(
     ) -> tuple[PreFilterResult | None, Status]:
         if not self.enabled or not pod.spec.resource_claims:
             return None, SKIP
-        s = _State()
+        s = _State(preempting=self.preemption)
         state.write(STATE_KEY, s)
         try:
             claims = self.pod_claims(pod)
@@ -318,22 +347,27 @@ class DynamicResources(
                     return None, unresolvable(missing)
             s.to_allocate.append(i)
         if s.to_allocate:
-            allocated = AllocatedState.from_claims(
-                self.manager.allocated_claims(),
-                consumable_capacity=self.features.consumable_capacity,
-            )
-            slices = self.manager.slices_list()
-            if self.features.device_taints:
-                slices = self.tainted.apply(slices, self.manager.taint_rules_list())
-            s.allocator = Allocator(
-                self.features,
-                [claims[i] for i in s.to_allocate],
-                allocated,
-                {c.metadata.name: c for c in self.manager.classes.list()},
-                slices,
-                self.cel_cache,
-            )
+            s.allocator = self._new_allocator(s, frozenset())
         return None, SUCCESS
+
+    def _new_allocator(self, s: _State, released: frozenset[str]) -> Allocator:
+        """The allocator for the pod's claims to allocate over the devices that the allocated
+        claims (assumed and in flight) other than `released` take."""
+        allocated = AllocatedState.from_claims(
+            (c for c in self.manager.allocated_claims() if c.metadata.uid not in released),
+            consumable_capacity=self.features.consumable_capacity,
+        )
+        slices = self.manager.slices_list()
+        if self.features.device_taints:
+            slices = self.tainted.apply(slices, self.manager.taint_rules_list())
+        return Allocator(
+            self.features,
+            [s.claims[i] for i in s.to_allocate],
+            allocated,
+            {c.metadata.name: c for c in self.manager.classes.list()},
+            slices,
+            self.cel_cache,
+        )
 
     def _missing_class(self, claim: types_pb2.ResourceClaim, req: types_pb2.DeviceRequest) -> str:
         """Upstream's message when a request cannot be served as written: its class does not
@@ -360,7 +394,79 @@ class DynamicResources(
         return ""
 
     def pre_filter_extensions(self) -> PreFilterExtensions | None:
-        return None
+        return self if self.preemption else None
+
+    def _victim_claims(self, victim: types_pb2.Pod) -> list[types_pb2.ResourceClaim]:
+        """The victim's claims that exist, each once (template entries without a generated
+        claim and missing claims are left out, as upstream's RemovePod/AddPod do)."""
+        seen: set[str] = set()
+        out: list[types_pb2.ResourceClaim] = []
+        for ref in victim.spec.resource_claims:
+            try:
+                name, _ = pod_claim_name(victim, ref)
+            except ClaimNameError:
+                continue
+            if name is None or name in seen:
+                continue
+            seen.add(name)
+            claim = self.manager.get_claim(victim.metadata.namespace, name)
+            if claim is not None:
+                out.append(claim)
+        return out
+
+    def remove_pod(
+        self, state: CycleState, pod: types_pb2.Pod, pod_to_remove: PodInfo, node: NodeInfo
+    ) -> Status:
+        """The victim's claims that no pod left reserves are released: allocated and reserved
+        for nobody, or every pod of reservedFor removed (the UIDs, not their count); never a
+        claim reserved for a PodGroup (upstream RemovePod, simulatedReleasedClaims)."""
+        s = state.read(STATE_KEY)
+        if not isinstance(s, _State):
+            return SUCCESS
+        victim = pod_to_remove.pod
+        for claim in self._victim_claims(victim):
+            uid = claim.metadata.uid
+            removed = s.removed_for_claim.setdefault(uid, set())
+            removed.add(victim.metadata.uid)
+            refs = claim.status.reserved_for
+            if any(r.resource != "pods" or r.api_group for r in refs):
+                continue  # a PodGroup's claim stays (gang scheduling)
+            if not refs:
+                if claim.status.HasField("allocation"):
+                    s.released.add(uid)
+            elif {r.uid for r in refs} == removed:
+                s.released.add(uid)
+        return SUCCESS
+
+    def add_pod(
+        self, state: CycleState, pod: types_pb2.Pod, pod_to_add: PodInfo, node: NodeInfo
+    ) -> Status:
+        """Undoes remove_pod for the pod put back (upstream AddPod)."""
+        s = state.read(STATE_KEY)
+        if not isinstance(s, _State):
+            return SUCCESS
+        back = pod_to_add.pod.metadata.uid
+        for claim in self._victim_claims(pod_to_add.pod):
+            uid = claim.metadata.uid
+            removed = s.removed_for_claim.get(uid)
+            if removed is None or back not in removed:
+                continue
+            removed.discard(back)
+            if not removed:
+                del s.removed_for_claim[uid]
+            s.released.discard(uid)
+        return SUCCESS
+
+    def _allocator_for(self, s: _State) -> Allocator | None:
+        """The cycle's allocator, or in the dry run the one over the devices the released
+        claims leave (built once per released set)."""
+        if not s.released:
+            return s.allocator
+        key = frozenset(s.released)
+        found = s.simulated.get(key)
+        if found is None:
+            found = s.simulated[key] = self._new_allocator(s, key)
+        return found
 
     def filter(self, state: CycleState, pod: types_pb2.Pod, node: NodeInfo) -> Status:
         s = state.read(STATE_KEY)
@@ -379,10 +485,11 @@ class DynamicResources(
                 unavailable.append(i)
             elif self.binding_conditions and self._binding_gone_wrong(claim, now):
                 unavailable.append(i)
-        if s.to_allocate and s.allocator is not None and not unavailable:
+        allocator = self._allocator_for(s) if s.to_allocate else None
+        if allocator is not None and not unavailable:
             started = self.handle.clock.monotonic()
             try:
-                results = s.allocator.allocate(n)
+                results = allocator.allocate(n)
             except FailedAllocationOnNode as e:
                 return unresolvable(str(e))  # this node only (upstream statusUnschedulable)
             except AllocationError as e:
@@ -395,7 +502,7 @@ class DynamicResources(
                 # its end and the result is dropped)
                 return unresolvable(MSG_TIMED_OUT)
             if results is None:
-                return unresolvable(MSG_CANNOT_ALLOCATE)
+                return self._cannot_allocate
             s.node_allocations[node.name] = results
         if unavailable:
             s.unavailable.update(unavailable)

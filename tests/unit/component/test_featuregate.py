@@ -82,6 +82,7 @@ DRA_SCHEDULER_GATES = frozenset(
         fg.DYNAMIC_RESOURCE_ALLOCATION,
         fg.DRA_DEVICE_BINDING_CONDITIONS,
         fg.DRA_SCHEDULER_FILTER_TIMEOUT,
+        fg.DRA_PREEMPTION,
     }
 )
 OWN_TESTS = (
@@ -583,6 +584,14 @@ def test_dra_scheduler_gates(minor: int, expected: tuple[bool, bool, bool]) -> N
         got[fg.DRA_SCHEDULER_FILTER_TIMEOUT],
     ) == expected
     assert all(fg.gate_modelled(g) for g in DRA_SCHEDULER_GATES)
+
+
+def test_dra_preemption_gate() -> None:
+    """DRAPreemption (KEP-5690): alpha, off, at 1.37; unknown before."""
+    assert not gates_at(37).enabled(fg.DRA_PREEMPTION)
+    assert gates_at(37, DRAPreemption=True).enabled(fg.DRA_PREEMPTION)
+    with pytest.raises(FeatureGateError, match="introduced in 1.37"):
+        gates_at(36, DRAPreemption=True)
 
 
 def test_not_modelled_gates_follow_upstreams_lifecycle() -> None:

@@ -9,13 +9,15 @@ from typing import Any
 import pytest
 
 from kemu.api.v1 import types_pb2
+from kemu.component.featuregate import DRA_PREEMPTION, FeatureGates
+from kemu.component.version import Version
 from kemu.machinery.resourceclaim import ClaimNameError, pod_claim_name
 from kemu.scheduling.dra_manager import DraManager
 from kemu.scheduling.events import QueueingHint
 from kemu.scheduling.interface import CycleState
 from kemu.scheduling.plugins import dynamic_resources as dr
 from kemu.scheduling.status import Code
-from kemu.scheduling.types import NodeInfo, NodeScore
+from kemu.scheduling.types import NodeInfo, NodeScore, PodInfo
 from kemu.testing import dra
 from kemu.testing.builders import make_node, make_pod
 from tests.unit.scheduling.plugins.fakes import FakeHandle, FakeObjects
@@ -295,3 +297,86 @@ def test_s_dra_sched_u7_score_prefers_earlier_alternatives() -> None:
     plain, _ = plugin(claim("c2"), dra.device_class(CLS), dra.resource_slice("n0", DRIVER, ["d"]))
     state2, _ = cycle(plain, pod("q", "c2"), nodes)
     assert plain.pre_score(state2, pod("q", "c2"), nodes).is_skip()
+
+
+def preempting_plugin(*objs: Any) -> dr.DynamicResources:
+    """The plugin with DRAPreemption on (alpha at 1.37)."""
+    pl, _ = plugin(*objs)
+    handle = FakeHandle()
+    handle.fake_gates = FeatureGates.for_version(Version(1, 37), {DRA_PREEMPTION: True})
+    return dr.DynamicResources(
+        handle, pl.manager, enabled=True, binding_timeout=600.0, filter_timeout=0
+    )
+
+
+def held(name: str, device: str, *users: types_pb2.Pod) -> types_pb2.ResourceClaim:
+    c = claim(name)
+    c.status.allocation.devices.results.add(
+        request="req-0", driver=DRIVER, pool="n1", device=device
+    )
+    for u in users:
+        c.status.reserved_for.add(resource="pods", name=u.metadata.name, uid=u.metadata.uid)
+    return c
+
+
+def test_s_dra_preempt_u1_remove_pod_releases_the_victims_devices() -> None:
+    """DRAPreemption: Filter's "cannot allocate all claims" is Unschedulable; RemovePod of
+    the pod holding the device frees it for the dry run (Filter then succeeds), AddPod takes it
+    back; a clone of the state keeps its own simulation (upstream
+    dynamicresources_preemption_test.go TestPreemptionEndToEnd)."""
+    victim = pod("victim", "vc")
+    objs = (
+        dra.device_class(CLS),
+        dra.resource_slice("n1", DRIVER, ["gpu-0"]),
+        held("vc", "gpu-0", victim),
+        claim("mine"),
+    )
+    pl = preempting_plugin(*objs)
+    assert pl.pre_filter_extensions() is pl
+    p, n1 = pod("p", "mine"), node("n1")
+    state, codes = cycle(pl, p, [n1])
+    assert codes == {"n1": Code.UNSCHEDULABLE}
+    assert pl.filter(state, p, n1).message() == dr.MSG_CANNOT_ALLOCATE
+    dry = state.clone()
+    assert pl.remove_pod(dry, p, PodInfo(victim), n1).is_success()
+    assert pl.filter(dry, p, n1).is_success()
+    assert pl.filter(state, p, n1).code == Code.UNSCHEDULABLE  # the cycle's state untouched
+    assert pl.add_pod(dry, p, PodInfo(victim), n1).is_success()
+    assert pl.filter(dry, p, n1).code == Code.UNSCHEDULABLE
+
+    # Without the gate (1.37's default; 1.34-1.36): UnschedulableAndUnresolvable, no extensions.
+    off, _ = plugin(*objs)
+    assert off.pre_filter_extensions() is None
+    assert cycle(off, p, [n1])[1] == {"n1": Code.UNSCHEDULABLE_AND_UNRESOLVABLE}
+
+
+def test_s_dra_preempt_u2_shared_and_pod_group_claims() -> None:
+    """A shared claim is released only once every pod of reservedFor (by UID) is removed; a
+    claim reserved for a PodGroup never is (upstream TestRemovePod)."""
+    a, b, other = pod("a", "shared"), pod("b", "shared"), pod("c", "spurious")
+    group = held("group", "gpu-2")
+    group.status.reserved_for.add(
+        api_group="scheduling.k8s.io", resource="podgroups", name="g", uid="g-uid"
+    )
+    objs = (
+        dra.device_class(CLS),
+        held("shared", "gpu-0", a, b),
+        held("spurious", "gpu-1", pod("never-removed")),
+        group,
+        claim("mine"),
+    )
+    pl = preempting_plugin(*objs)
+    p, n1 = pod("p", "mine"), node("n1")
+    state, _ = cycle(pl, p, [n1])
+    s = state.read(dr.STATE_KEY)
+    assert isinstance(s, dr._State)
+    pl.remove_pod(state, p, PodInfo(a), n1)
+    assert s.released == set()
+    pl.remove_pod(state, p, PodInfo(b), n1)
+    assert s.released == {"cuid-shared"}
+    pl.add_pod(state, p, PodInfo(a), n1)
+    assert s.released == set() and s.removed_for_claim == {"cuid-shared": {b.metadata.uid}}
+    pl.remove_pod(state, p, PodInfo(other), n1)
+    assert "cuid-spurious" not in s.released
+    pl.remove_pod(state, p, PodInfo(pod("g1", "group")), n1)
+    assert "cuid-group" not in s.released
