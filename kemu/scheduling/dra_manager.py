@@ -28,6 +28,9 @@ from kemu.scheduling.plugins.volume_binder import AssumeCache
 
 M = TypeVar("M", bound=Message)
 
+# resourceapi.ResourceDeviceClassPrefix: every class backs the extended resource of this name.
+IMPLICIT_EXTENDED_RESOURCE_PREFIX: Final = "deviceclass.resource.kubernetes.io/"
+
 DRA_KINDS: Final = (
     types_pb2.ResourceClaim,
     types_pb2.ResourceSlice,
@@ -112,6 +115,26 @@ class DraManager:
                 by_uid[claim.metadata.uid] = claim
         by_uid.update(self._in_flight)
         return list(by_uid.values())
+
+    def extended_resource_classes(self) -> dict[str, str]:
+        """DRAExtendedResource: extended resource name -> the DeviceClass that backs it
+        (upstream extended.DeviceClassMapping): each class's implicit
+        `deviceclass.resource.kubernetes.io/<class>` and its spec.extendedResourceName. Where
+        several classes name the same resource, the newest one (then the first by name) wins
+        (upstream's ExtendedResourceCache keeps the latest class)."""
+        out: dict[str, str] = {}
+        explicit: dict[str, tuple[int, str]] = {}
+        for dc in self.classes.list():
+            name = dc.metadata.name
+            out[IMPLICIT_EXTENDED_RESOURCE_PREFIX + name] = name
+            if dc.spec.HasField("extended_resource_name") and dc.spec.extended_resource_name:
+                created = dc.metadata.creation_timestamp.seconds
+                rname = dc.spec.extended_resource_name
+                have = explicit.get(rname)
+                if have is None or created > have[0] or (created == have[0] and name < have[1]):
+                    explicit[rname] = (created, name)
+        out.update({r: cls for r, (_, cls) in explicit.items()})
+        return out
 
     def slices_list(self) -> list[types_pb2.ResourceSlice]:
         return list(self.slices.list())

@@ -775,6 +775,16 @@ class SchedulingApi(Protocol):
         """The stored object (NotFound when there is none)."""
         ...
 
+    async def create(self, obj: _Obj) -> _Obj:
+        """POST (DynamicResources' special claim for extended resources); the stored object."""
+        ...
+
+    async def delete(
+        self, kind: type[_Obj], name: str, namespace: str = "", *, uid: str | None = None
+    ) -> _Obj:
+        """DELETE, `uid` a precondition (DynamicResources' special claim)."""
+        ...
+
 
 # ---------------------------------------------------------------- informers and metrics
 # What plugins need of the scheduler's informers and metrics, declared here so that the library

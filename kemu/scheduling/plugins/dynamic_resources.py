@@ -37,12 +37,25 @@ DefaultPreemption leaves such nodes alone), `statusError` an Error (the pod back
   "cannot allocate all claims" is Unschedulable (UnschedulableAndUnresolvable without the gate,
   as at 1.34-1.36, where DefaultPreemption never frees devices).
 
-Not modelled: SignPod, extended resources backed by DRA (DRAExtendedResource).
+- Extended resources backed by DRA (DRAExtendedResource; upstream extendedresources.go): a
+  pod requesting an extended resource that a DeviceClass backs (its extendedResourceName, or
+  the implicit `deviceclass.resource.kubernetes.io/<class>`) gets one special claim: in memory
+  at PreFilter (`<extended-resources>`), on each node the requests for what the node's
+  allocatable does not have (`container-<i>-request-<j>`, ExactCount), allocated with the
+  pod's claims; PreBind creates it (generateName `<pod>-extended-resources-`, owned by the
+  pod, annotated resource.kubernetes.io/extended-resource-claim "true"), writes its
+  allocation and reservation and then the pod's status.extendedResourceClaimStatus. A special
+  claim left from an earlier cycle: "cannot schedule extended resource claim", and PostFilter
+  deletes it.
+
+Not modelled: SignPod.
 """
 
 from __future__ import annotations
 
 import logging
+import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final
 
@@ -51,6 +64,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from kemu.api.v1 import types_pb2
 from kemu.component.featuregate import (
     DRA_DEVICE_BINDING_CONDITIONS,
+    DRA_EXTENDED_RESOURCE,
     DRA_PREEMPTION,
     DRA_RESOURCE_CLAIM_DEVICE_STATUS,
     DRA_SCHEDULER_FILTER_TIMEOUT,
@@ -67,6 +81,7 @@ from kemu.machinery.resourceclaim import (
     not_for_pod_message,
     pod_claim_name,
 )
+from kemu.machinery.resources import amount
 from kemu.scheduling.dra.allocator import (
     AllocatedState,
     AllocationError,
@@ -115,6 +130,7 @@ from kemu.scheduling.types import (
     PodInfo,
     PostFilterResult,
     PreFilterResult,
+    pod_requests,
 )
 
 logger = logging.getLogger(__name__)
@@ -137,6 +153,12 @@ MSG_DEALLOCATED: Final = "deallocation of ResourceClaim completed"
 MSG_STILL_UNSCHEDULABLE: Final = "still not schedulable"
 MSG_NO_CLAIMS: Final = "no new claims to deallocate"
 EVENT_BINDING_CONDITIONS_PENDING: Final = "BindingConditionsPending"
+# DRAExtendedResource (resourceapi.ExtendedResourceClaimAnnotation; upstream's in-memory name,
+# intentionally not a valid object name).
+EXTENDED_RESOURCE_CLAIM_ANNOTATION: Final = "resource.kubernetes.io/extended-resource-claim"
+SPECIAL_CLAIM_NAME: Final = "<extended-resources>"
+MSG_STALE_EXTENDED_CLAIM: Final = "cannot schedule extended resource claim"
+MSG_EXTENDED_CLAIM_DELETED: Final = "deletion of ResourceClaim completed"
 
 
 class ClaimNotReady(Exception):
@@ -163,6 +185,13 @@ class _State:
     released: set[str] = field(default_factory=set)
     removed_for_claim: dict[str, set[str]] = field(default_factory=dict)
     simulated: dict[frozenset[str], Allocator] = field(default_factory=dict)
+    # DRAExtendedResource: the special claim (in memory, or left from an earlier cycle), the
+    # DRA-backed resources the pod requests -> their class, the node's variant of the claim
+    # (with its requests) where DRA supplies some; after Reserve, the claim and allocation.
+    extended: types_pb2.ResourceClaim | None = None
+    extended_classes: dict[str, str] = field(default_factory=dict)
+    node_extended: dict[str, types_pb2.ResourceClaim] = field(default_factory=dict)
+    extended_allocation: types_pb2.AllocationResult | None = None
 
     def clone(self) -> _State:
         """Shared, as upstream's pointer, but for what the dry run changes."""
@@ -223,6 +252,27 @@ def binding_check(claim: types_pb2.ResourceClaim) -> BindingCheck:
     return BindingCheck(ready)
 
 
+def _in_memory_extended_claim(pod: types_pb2.Pod) -> types_pb2.ResourceClaim:
+    """The special claim for the pod's extended resources backed by DRA before it exists:
+    upstream's in-memory name and a temporary UID (for the in-flight allocation), created in
+    PreBind with generateName `<pod>-extended-resources-`, controlled by the pod."""
+    c = types_pb2.ResourceClaim()
+    c.metadata.namespace = pod.metadata.namespace
+    c.metadata.name = SPECIAL_CLAIM_NAME
+    c.metadata.uid = str(uuid.uuid4())
+    c.metadata.generate_name = f"{pod.metadata.name}-extended-resources-"
+    c.metadata.annotations[EXTENDED_RESOURCE_CLAIM_ANNOTATION] = "true"
+    c.metadata.owner_references.add(
+        api_version="v1",
+        kind="Pod",
+        name=pod.metadata.name,
+        uid=pod.metadata.uid,
+        controller=True,
+        block_owner_deletion=True,
+    )
+    return c
+
+
 def has_binding_conditions(claim: types_pb2.ResourceClaim) -> bool:
     return any(r.binding_conditions for r in claim.status.allocation.devices.results)
 
@@ -268,6 +318,7 @@ class DynamicResources(
         # Score: 1.36+ (upstream's plugin has no Score before), with DRAPrioritizedList.
         self.scores = gates.version >= Version(1, 36) and self.features.prioritized_list
         self.preemption = gates.enabled(DRA_PREEMPTION)
+        self.extended_resources = gates.enabled(DRA_EXTENDED_RESOURCE)
         # "cannot allocate all claims": Unschedulable (preemption may free devices) only with
         # DRAPreemption; UnschedulableAndUnresolvable before (upstream statusUnschedulable).
         self._cannot_allocate = (
@@ -319,7 +370,10 @@ class DynamicResources(
     def pre_filter(
         self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status]:
-        if not self.enabled or not pod.spec.resource_claims:
+        if not self.enabled:
+            return None, SKIP
+        backed = self._extended_requests(pod)
+        if not pod.spec.resource_claims and not backed:
             return None, SKIP
         s = _State(preempting=self.preemption)
         state.write(STATE_KEY, s)
@@ -327,8 +381,11 @@ class DynamicResources(
             claims = self.pod_claims(pod)
         except ClaimNotReady as e:
             return None, unresolvable(str(e))
-        if not claims:
+        if not claims and not backed:
             return None, SKIP
+        if backed:
+            s.extended_classes = backed
+            s.extended = self._find_extended_claim(pod) or _in_memory_extended_claim(pod)
         s.claims = claims
         for i, claim in enumerate(claims):
             if claim.status.HasField("allocation"):
@@ -350,9 +407,74 @@ class DynamicResources(
             s.allocator = self._new_allocator(s, frozenset())
         return None, SUCCESS
 
-    def _new_allocator(self, s: _State, released: frozenset[str]) -> Allocator:
-        """The allocator for the pod's claims to allocate over the devices that the allocated
-        claims (assumed and in flight) other than `released` take."""
+    def _extended_requests(self, pod: types_pb2.Pod) -> dict[str, str]:
+        """DRAExtendedResource: the extended resources the pod requests (non-zero) that a
+        DeviceClass backs -> that class; {} without the gate or such requests."""
+        if not self.extended_resources:
+            return {}
+        scalar = pod_requests(pod)[0].scalar
+        if not scalar:
+            return {}
+        mapping = self.manager.extended_resource_classes()
+        return {n: mapping[n] for n, q in scalar.items() if q and n in mapping}
+
+    def _find_extended_claim(self, pod: types_pb2.Pod) -> types_pb2.ResourceClaim | None:
+        """The special claim an earlier cycle created for the pod (annotated, controlled by
+        the pod; upstream findExtendedResourceClaim)."""
+        for c in self.manager.claims.list():
+            if c.metadata.namespace != pod.metadata.namespace:
+                continue
+            if c.metadata.annotations.get(EXTENDED_RESOURCE_CLAIM_ANNOTATION) != "true":
+                continue
+            if any(
+                o.controller and o.uid == pod.metadata.uid and o.name == pod.metadata.name
+                for o in c.metadata.owner_references
+            ):
+                return c
+        return None
+
+    def _node_extended_claim(
+        self, s: _State, pod: types_pb2.Pod, node: NodeInfo
+    ) -> types_pb2.ResourceClaim | None:
+        """The special claim with the requests DRA must supply on `node`: the backed
+        resources the node's allocatable does not have (a device plugin's count there
+        satisfies them: NodeResourcesFit's); None when there are none (upstream
+        filterExtendedResources, createDeviceRequests)."""
+        if s.extended is None:
+            return None
+        alloc = node.allocatable.scalar
+        needed = {r: c for r, c in s.extended_classes.items() if alloc.get(r, 0) <= 0}
+        if not needed:
+            return None
+        out = types_pb2.ResourceClaim()
+        out.CopyFrom(s.extended)
+        containers = [*pod.spec.init_containers, *pod.spec.containers]
+        requests: list[types_pb2.DeviceRequest] = []
+        for i, c in enumerate(containers):
+            names = sorted(c.resources.requests)
+            for r, cls in needed.items():
+                text = c.resources.requests.get(r)
+                count = amount(r, text) if text else 0
+                if not count:
+                    continue
+                req = types_pb2.DeviceRequest(name=f"container-{i}-request-{names.index(r)}")
+                req.exactly.device_class_name = cls
+                req.exactly.allocation_mode = "ExactCount"
+                req.exactly.count = count
+                requests.append(req)
+        requests.sort(key=lambda r: r.name)
+        out.spec.devices.requests.extend(requests)
+        return out
+
+    def _new_allocator(
+        self,
+        s: _State,
+        released: frozenset[str],
+        extra: Sequence[types_pb2.ResourceClaim] = (),
+    ) -> Allocator:
+        """The allocator for the pod's claims to allocate (and `extra`, the node's special
+        claim) over the devices that the allocated claims (assumed and in flight) other than
+        `released` take."""
         allocated = AllocatedState.from_claims(
             (c for c in self.manager.allocated_claims() if c.metadata.uid not in released),
             consumable_capacity=self.features.consumable_capacity,
@@ -362,7 +484,7 @@ class DynamicResources(
             slices = self.tainted.apply(slices, self.manager.taint_rules_list())
         return Allocator(
             self.features,
-            [s.claims[i] for i in s.to_allocate],
+            [*(s.claims[i] for i in s.to_allocate), *extra],
             allocated,
             {c.metadata.name: c for c in self.manager.classes.list()},
             slices,
@@ -470,11 +592,17 @@ class DynamicResources(
 
     def filter(self, state: CycleState, pod: types_pb2.Pod, node: NodeInfo) -> Status:
         s = state.read(STATE_KEY)
-        if not isinstance(s, _State) or not s.claims:
+        if not isinstance(s, _State) or not (s.claims or s.extended):
             return SUCCESS
         n = node.node
         if n is None:
             return as_error("node not found")
+        node_claim = None
+        if s.extended is not None:
+            if s.extended.spec.devices.requests:
+                # Left from an earlier cycle: PostFilter deletes it, the next cycle starts anew.
+                return unresolvable(MSG_STALE_EXTENDED_CLAIM)
+            node_claim = self._node_extended_claim(s, pod, node)
         unavailable: list[int] = []
         now = self.handle.clock.now()
         for i, claim in enumerate(s.claims):
@@ -485,7 +613,12 @@ class DynamicResources(
                 unavailable.append(i)
             elif self.binding_conditions and self._binding_gone_wrong(claim, now):
                 unavailable.append(i)
-        allocator = self._allocator_for(s) if s.to_allocate else None
+        if node_claim is not None:
+            allocator: Allocator | None = self._new_allocator(
+                s, frozenset(s.released), (node_claim,)
+            )
+        else:
+            allocator = self._allocator_for(s) if s.to_allocate else None
         if allocator is not None and not unavailable:
             started = self.handle.clock.monotonic()
             try:
@@ -504,6 +637,8 @@ class DynamicResources(
             if results is None:
                 return self._cannot_allocate
             s.node_allocations[node.name] = results
+            if node_claim is not None:
+                s.node_extended[node.name] = node_claim
         if unavailable:
             s.unavailable.update(unavailable)
             return unresolvable(MSG_NOT_AVAILABLE)
@@ -576,6 +711,20 @@ class DynamicResources(
         self, state: CycleState, pod: types_pb2.Pod, statuses: NodeToStatus
     ) -> tuple[PostFilterResult | None, Status]:
         s = state.read(STATE_KEY)
+        if isinstance(s, _State) and s.extended is not None and s.extended.spec.devices.requests:
+            stale = s.extended
+            try:
+                await self.handle.client.delete(
+                    types_pb2.ResourceClaim,
+                    stale.metadata.name,
+                    stale.metadata.namespace,
+                    uid=stale.metadata.uid,
+                )
+            except NotFound:
+                pass
+            except ApiError as e:
+                return None, as_error(e)
+            return None, unschedulable(MSG_EXTENDED_CLAIM_DELETED)
         if not isinstance(s, _State) or not s.claims:
             return None, unschedulable(MSG_NO_CLAIMS)
         uid = pod.metadata.uid
@@ -602,17 +751,29 @@ class DynamicResources(
 
     def reserve(self, state: CycleState, pod: types_pb2.Pod, node_name: str) -> Status:
         s = state.read(STATE_KEY)
-        if not isinstance(s, _State) or not s.to_allocate:
+        if not isinstance(s, _State):
+            return SUCCESS
+        extended = s.node_extended.get(node_name)
+        if not s.to_allocate and extended is None:
             return SUCCESS
         results = s.node_allocations.get(node_name)
         if results is None:
             return as_error("claim allocation not found for node")
-        if len(results) != len(s.to_allocate):
+        want = len(s.to_allocate) + (extended is not None)
+        if len(results) != want:
             return as_error(
                 f"internal error, have {len(results)} allocations, "
-                f"{len(s.to_allocate)} claims to allocate, want {len(s.to_allocate)} claims"
+                f"{len(s.to_allocate)} claims to allocate, want {want} claims"
             )
-        for i, result in zip(s.to_allocate, results, strict=True):
+        if extended is not None:
+            claim = types_pb2.ResourceClaim()
+            claim.CopyFrom(extended)
+            claim.metadata.finalizers.append(DELETE_PROTECTION_FINALIZER)
+            claim.status.allocation.CopyFrom(results[-1])
+            s.extended = claim
+            s.extended_allocation = results[-1]
+            self.manager.signal_claim_pending_allocation(claim.metadata.uid, claim)
+        for i, result in zip(s.to_allocate, results, strict=False):
             claim = types_pb2.ResourceClaim()
             claim.CopyFrom(s.claims[i])
             if DELETE_PROTECTION_FINALIZER not in claim.metadata.finalizers:
@@ -624,7 +785,27 @@ class DynamicResources(
 
     def unreserve(self, state: CycleState, pod: types_pb2.Pod, node_name: str) -> None:
         s = state.read(STATE_KEY)
-        if not isinstance(s, _State) or not s.claims:
+        if not isinstance(s, _State):
+            return
+        ext = s.extended
+        if ext is not None and s.extended_allocation is not None:
+            self.manager.remove_claim_pending_allocation(ext.metadata.uid)
+            s.extended_allocation = None
+            if ext.metadata.name != SPECIAL_CLAIM_NAME:  # created in PreBind: it goes
+
+                async def delete_extended() -> None:
+                    try:
+                        await self.handle.client.delete(
+                            types_pb2.ResourceClaim,
+                            ext.metadata.name,
+                            ext.metadata.namespace,
+                            uid=ext.metadata.uid,
+                        )
+                    except ApiError as e:
+                        logger.info("unreserve: deleting %s: %s", object_key(ext), e)
+
+                self.handle.spawn(delete_extended, f"delete {object_key(ext)}")
+        if not s.claims:
             return
         for i in s.allocations:
             claim = s.claims[i]
@@ -676,14 +857,19 @@ class DynamicResources(
 
     def pre_bind_pre_flight(self, state: CycleState, pod: types_pb2.Pod, node_name: str) -> Status:
         s = state.read(STATE_KEY)
-        if not isinstance(s, _State) or not s.claims:
+        if not isinstance(s, _State) or not (s.claims or s.extended_allocation is not None):
             return SKIP
         return SUCCESS
 
     async def pre_bind(self, state: CycleState, pod: types_pb2.Pod, node_name: str) -> Status:
         s = state.read(STATE_KEY)
-        if not isinstance(s, _State) or not s.claims:
+        if not isinstance(s, _State):
             return SUCCESS
+        if s.extended is not None and s.extended_allocation is not None:
+            try:
+                await self._bind_extended_claim(pod, s, s.extended, s.extended_allocation)
+            except (ApiError, ClaimNotReady) as e:
+                return as_error(e)
         for i, claim in enumerate(s.claims):
             if is_reserved_for_pod(pod, claim):
                 continue
@@ -694,6 +880,59 @@ class DynamicResources(
         if self.binding_conditions and any(has_binding_conditions(c) for c in s.claims):
             return await self._wait_for_binding_conditions(pod, s, node_name)
         return SUCCESS
+
+    async def _bind_extended_claim(
+        self,
+        pod: types_pb2.Pod,
+        s: _State,
+        claim: types_pb2.ResourceClaim,
+        allocation: types_pb2.AllocationResult,
+    ) -> None:
+        """The special claim created (with its finalizer), allocated and reserved, then the
+        pod's status.extendedResourceClaimStatus written (upstream bindClaim's
+        extended-resource steps)."""
+        client = self.handle.client
+        temp_uid = claim.metadata.uid
+        if claim.metadata.name == SPECIAL_CLAIM_NAME:
+            new = types_pb2.ResourceClaim()
+            new.metadata.CopyFrom(claim.metadata)
+            new.metadata.name = ""
+            new.metadata.uid = ""
+            new.spec.CopyFrom(claim.spec)
+            try:
+                created = await client.create(new)
+            finally:
+                self.manager.remove_claim_pending_allocation(temp_uid)
+            s.extended = created  # Unreserve deletes it from here on
+        else:
+            created = claim
+        written = await self._bind_claim(pod, created, allocation)
+        s.extended = written
+        status = types_pb2.PodExtendedResourceClaimStatus(resource_claim_name=written.metadata.name)
+        containers = [*pod.spec.init_containers, *pod.spec.containers]
+        by_request = {r.name for r in written.spec.devices.requests}
+        for i, c in enumerate(containers):
+            names = sorted(c.resources.requests)
+            for j, r in enumerate(names):
+                if f"container-{i}-request-{j}" in by_request:
+                    status.request_mappings.add(
+                        container_name=c.name,
+                        resource_name=r,
+                        request_name=f"container-{i}-request-{j}",
+                    )
+        current = pod
+        for _ in range(_CONFLICT_RETRIES):
+            updated = types_pb2.Pod()
+            updated.CopyFrom(current)
+            updated.status.extended_resource_claim_status.CopyFrom(status)
+            try:
+                await client.update_status(updated)
+                return
+            except Conflict:
+                current = await client.get(types_pb2.Pod, pod.metadata.name, pod.metadata.namespace)
+        raise ClaimNotReady(
+            f"update pod {object_key(pod)} extended resource claim status: conflict"
+        )
 
     async def _bind_claim(
         self,

@@ -11,7 +11,9 @@ statuses (pkg/scheduler/framework/plugins/noderesources/fit.go):
   UnschedulableAndUnresolvable when for some failing resource the request exceeds even the
   node's allocatable (preemption cannot help there), Unschedulable otherwise.
 Extended resources named in `ignoredResources`, or whose domain is in `ignoredResourceGroups`,
-are not checked.
+are not checked. With DRAExtendedResource an extended resource a DeviceClass backs is not
+checked on a node whose allocatable does not have it: DynamicResources allocates it there
+(upstream fitsRequest with the DRA manager's class mapping).
 
 KEP-5836 (InPlacePodVerticalScalingSchedulerPreemption, KEP-5836's NodeResourcesFit change, pkg/scheduler/framework/plugins/noderesources/fit.go): a pod bound to
 the evaluated node that the node's cache already holds (a running pod whose resize is Deferred)
@@ -46,13 +48,14 @@ MostAllocated (bin-packs) or RequestedToCapacityRatio (a utilization -> score sh
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 import numpy as np
 
 from kemu.api.v1 import types_pb2
+from kemu.component.featuregate import DRA_EXTENDED_RESOURCE, DYNAMIC_RESOURCE_ALLOCATION
 from kemu.component.pod_resources import pod_resources_options
 from kemu.machinery.resources import (
     SCHEDULER_DEFAULTS,
@@ -190,6 +193,7 @@ class PreFilterState:
 
     __slots__ = (
         "assigned_node",
+        "dra_backed",
         "empty",
         "ephemeral_storage",
         "held",
@@ -209,8 +213,12 @@ class PreFilterState:
         assigned_node: str = "",
         uid: str = "",
         held: HeldRequests | None = None,
+        dra_backed: frozenset[str] = frozenset(),
     ) -> None:
         self.request = request
+        # DRAExtendedResource: the pod's extended resources a DeviceClass backs; a node
+        # without them in allocatable leaves them to DynamicResources.
+        self.dra_backed = dra_backed
         # KEP-5836: the node the pod is bound to ("" for every pod the delta rule does not
         # apply to, so that Filter's hot path pays one falsy test for them).
         self.assigned_node = assigned_node
@@ -298,6 +306,8 @@ def fits_request(
         )
     for name, req in state.scalars:
         have = alloc.scalar.get(name, 0)
+        if have == 0 and name in state.dra_backed:
+            continue  # DynamicResources allocates it (upstream fitsRequest, DRAExtendedResource)
         in_use = used.scalar.get(name, 0)
         delta = req if cached is None else max(0, req - cached.scalar.get(name, 0))
         # Upstream decides Unresolvable on the delta for scalars (on the request for the
@@ -433,8 +443,12 @@ class Fit(
         resize_preemption: bool = False,
         kubelet_like_resize_accounting: bool = False,
         counting: PodResourcesOptions = SCHEDULER_DEFAULTS,
+        dra_classes: Callable[[], Mapping[str, str]] | None = None,
     ) -> None:
         self.ignored_resources = ignored_resources
+        # DRAExtendedResource: extended resource name -> its DeviceClass (the scheduler's
+        # DraManager), None without the gate.
+        self.dra_classes = dra_classes
         self.ignored_resource_groups = ignored_resource_groups
         self.scorer = scorer or scorer_from_args(None)
         # InPlacePodVerticalScalingSchedulerPreemption (kemu.scheduling.deferred).
@@ -479,9 +493,16 @@ class Fit(
                 assigned_node=assigned,
                 uid=pod.metadata.uid,
                 held=held,
+                dra_backed=self._dra_backed(request),
             ),
         )
         return None, st.SUCCESS
+
+    def _dra_backed(self, request: Resource) -> frozenset[str]:
+        if self.dra_classes is None or not request.scalar:
+            return frozenset()
+        mapped = self.dra_classes()
+        return frozenset(n for n, q in request.scalar.items() if q and n in mapped)
 
     def pre_filter_extensions(self) -> PreFilterExtensions | None:
         return None
@@ -537,7 +558,11 @@ class Fit(
             return None
         ok: BoolArray = columns.free_pods[rows] > 0  # pods < allowed pods
         for name, qty in s.scalars:
-            ok &= columns.scalar(name).free[rows] >= qty
+            col = columns.scalar(name)
+            if name in s.dra_backed:
+                ok &= (col.free[rows] >= qty) | (col.allocatable[rows] == 0)
+            else:
+                ok &= col.free[rows] >= qty
         if s.empty:
             return ok
         # fits_request's test per resource: a resource the pod does not request always fits.
@@ -575,8 +600,13 @@ class Fit(
         for j, (name, req) in enumerate(s.scalars):
             col = columns.scalar(name)
             shift = _PLAIN_BITS + 2 * j
-            bits |= (col.free[rows] < req).astype(np.int64) << shift
-            bits |= (col.allocatable[rows] < req).astype(np.int64) << (shift + 1)
+            short = col.free[rows] < req
+            over = col.allocatable[rows] < req
+            if name in s.dra_backed:  # (fits_request: DynamicResources' where none)
+                has = col.allocatable[rows] != 0
+                short, over = short & has, over & has
+            bits |= short.astype(np.int64) << shift
+            bits |= over.astype(np.int64) << (shift + 1)
         codes, which = np.unique(bits, return_inverse=True)
         statuses: list[Status] = []
         index = np.empty(len(codes), dtype=np.int64)
@@ -885,4 +915,15 @@ def new(args: PluginArgs, handle: Handle) -> Fit:
         resize_preemption=resize_preemption_enabled(handle.gates),
         kubelet_like_resize_accounting=_bool_arg(args, KUBELET_LIKE_RESIZE_ACCOUNTING),
         counting=pod_resources_options(handle.gates),
+        dra_classes=_dra_classes(handle),
     )
+
+
+def _dra_classes(handle: Handle) -> Callable[[], Mapping[str, str]] | None:
+    """The scheduler's extended resource -> DeviceClass mapping with DRAExtendedResource
+    (and DynamicResourceAllocation) on; None otherwise or without a DRA manager."""
+    gates = handle.gates
+    if not (gates.enabled(DRA_EXTENDED_RESOURCE) and gates.enabled(DYNAMIC_RESOURCE_ALLOCATION)):
+        return None
+    manager = handle.shared_dra_manager()
+    return None if manager is None else manager.extended_resource_classes

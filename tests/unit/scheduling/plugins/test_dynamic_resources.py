@@ -380,3 +380,43 @@ def test_s_dra_preempt_u2_shared_and_pod_group_claims() -> None:
     assert "cuid-spurious" not in s.released
     pl.remove_pod(state, p, PodInfo(pod("g1", "group")), n1)
     assert "cuid-group" not in s.released
+
+
+def test_s_dra_ext_u2_special_claim_requests_per_node() -> None:
+    """DRAExtendedResource: the special claim's requests on a node without the resource in
+    allocatable, one per container and backed resource, named container-<i>-request-<j> (i
+    over initContainers then containers, j the resource's index in the container's sorted
+    requests), allocated with ExactCount; a node with a device plugin's count gets none; a
+    special claim left with requests from an earlier cycle is "cannot schedule extended
+    resource claim" (upstream extendedresources.go)."""
+    gpu = "example.com/gpu"
+    dc = dra.device_class(CLS)
+    dc.spec.extended_resource_name = gpu
+    pl, _ = plugin(dc, dra.resource_slice("n1", DRIVER, ["gpu-0", "gpu-1", "gpu-2"]))
+    p = make_pod("p").namespace(NS).req({"cpu": "100m", gpu: "2"}).obj()
+    p.metadata.uid = "uid-p"
+    init = p.spec.init_containers.add(name="init")
+    init.resources.requests[gpu] = "1"
+    n1 = node("n1")
+    plugged = NodeInfo(make_node("plugged").capacity(cpu="4", memory="8Gi", **{gpu: "4"}).obj())
+    state, codes = cycle(pl, p, [n1, plugged])
+    assert codes == {"n1": Code.SUCCESS, "plugged": Code.SUCCESS}
+    s = state.read(dr.STATE_KEY)
+    assert isinstance(s, dr._State) and s.extended is not None
+    assert s.extended.metadata.name == dr.SPECIAL_CLAIM_NAME
+    assert s.extended.metadata.generate_name == "p-extended-resources-"
+    assert "plugged" not in s.node_extended
+    reqs = s.node_extended["n1"].spec.devices.requests
+    assert [(r.name, r.exactly.device_class_name, r.exactly.count) for r in reqs] == [
+        ("container-0-request-0", CLS, 1),
+        ("container-1-request-1", CLS, 2),
+    ]
+    [allocation] = s.node_allocations["n1"]
+    assert len(allocation.devices.results) == 3
+
+    stale = claim("p-extended-resources-x")
+    stale.metadata.annotations[dr.EXTENDED_RESOURCE_CLAIM_ANNOTATION] = "true"
+    stale.metadata.owner_references.add(kind="Pod", name="p", uid="uid-p", controller=True)
+    pl2, _ = plugin(dc, stale, dra.resource_slice("n1", DRIVER, ["gpu-0"]))
+    state2, codes2 = cycle(pl2, p, [n1])
+    assert pl2.filter(state2, p, n1).message() == dr.MSG_STALE_EXTENDED_CLAIM

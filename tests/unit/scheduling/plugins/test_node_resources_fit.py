@@ -10,11 +10,13 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pytest
 
 from kemu.api.v1 import types_pb2
 from kemu.component.featuregate import POD_LEVEL_RESOURCES, FeatureGates
 from kemu.component.version import DEFAULT_VERSION
+from kemu.scheduling.columns import NodeColumns
 from kemu.scheduling.events import ActionType, ClusterEvent, EventResource, QueueingHint
 from kemu.scheduling.interface import CycleState
 from kemu.scheduling.plugins import node_resources_fit as fit
@@ -975,3 +977,39 @@ def test_scoring_takes_pod_level_requests_and_defaults_only_what_they_miss() -> 
     p = pod_level_plugin(True)
     assert p.pre_score(state, incoming, nodes).is_success()
     assert p._pod_requests(state, incoming) == (3000, 200 * 1024 * 1024)
+
+
+def test_s_dra_ext_u1_dra_backed_extended_resource_per_node_and_columns_agree() -> None:
+    """DRAExtendedResource: an extended resource a DeviceClass backs is left to
+    DynamicResources on a node without it in allocatable; a node that has it (a device
+    plugin's) must fit it as before. Filter, filter_columns and reject_columns agree (upstream
+    noderesources/fit.go fitsRequest)."""
+    gpu = "example.com/gpu"
+    nodes = [
+        NodeInfo(make_node("none").capacity(cpu="4", memory="8Gi", pods="10").obj()),
+        NodeInfo(make_node("full").capacity(cpu="4", memory="8Gi", pods="10", **{gpu: "1"}).obj()),
+        NodeInfo(make_node("has").capacity(cpu="4", memory="8Gi", pods="10", **{gpu: "2"}).obj()),
+    ]
+    taker = make_pod("taker").req({gpu: "1"}).obj()
+    nodes[1].add_pod(taker)
+    pod = make_pod("p").req({gpu: "1", "cpu": "100m"}).obj()
+    backed = fit.Fit(dra_classes=lambda: {gpu: "gpu-class"})
+    plain = fit.Fit()
+    columns = NodeColumns(nodes, {n.name: i for i, n in enumerate(nodes)})
+    rows = np.arange(len(nodes), dtype=np.int64)
+    for plugin, want in (
+        (backed, [Code.SUCCESS, Code.UNSCHEDULABLE, Code.SUCCESS]),
+        (plain, [Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.UNSCHEDULABLE, Code.SUCCESS]),
+    ):
+        state = CycleState()
+        plugin.pre_filter(state, pod, nodes)
+        per_node = [plugin.filter(state, pod, n) for n in nodes]
+        assert [s.code for s in per_node] == want
+        ok = plugin.filter_columns(state, pod, columns, rows)
+        assert ok is not None
+        assert ok.tolist() == [s.is_success() for s in per_node]
+        rejected = plugin.reject_columns(state, pod, columns, rows)
+        assert rejected is not None
+        which, statuses = rejected
+        got = [None if i < 0 else (statuses[i].code, statuses[i].reasons) for i in which.tolist()]
+        assert [None if s.is_success() else (s.code, s.reasons) for s in per_node] == got
