@@ -70,6 +70,7 @@ from kemu.component.featuregate import (
     DRA_SCHEDULER_FILTER_TIMEOUT,
     DYNAMIC_RESOURCE_ALLOCATION,
 )
+from kemu.component.pod_resources import pod_resources_options
 from kemu.component.version import Version
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.keys import object_key
@@ -115,6 +116,7 @@ from kemu.scheduling.interface import (
     ReservePlugin,
     ScoreExtensions,
     ScorePlugin,
+    cycle_pod_info,
 )
 from kemu.scheduling.plugins.helpers import (
     NodeSelector,
@@ -130,7 +132,6 @@ from kemu.scheduling.types import (
     PodInfo,
     PostFilterResult,
     PreFilterResult,
-    pod_requests,
 )
 
 logger = logging.getLogger(__name__)
@@ -252,14 +253,14 @@ def binding_check(claim: types_pb2.ResourceClaim) -> BindingCheck:
     return BindingCheck(ready)
 
 
-def _in_memory_extended_claim(pod: types_pb2.Pod) -> types_pb2.ResourceClaim:
+def _in_memory_extended_claim(pod: types_pb2.Pod, temp_uid: str) -> types_pb2.ResourceClaim:
     """The special claim for the pod's extended resources backed by DRA before it exists:
     upstream's in-memory name and a temporary UID (for the in-flight allocation), created in
     PreBind with generateName `<pod>-extended-resources-`, controlled by the pod."""
     c = types_pb2.ResourceClaim()
     c.metadata.namespace = pod.metadata.namespace
     c.metadata.name = SPECIAL_CLAIM_NAME
-    c.metadata.uid = str(uuid.uuid4())
+    c.metadata.uid = temp_uid
     c.metadata.generate_name = f"{pod.metadata.name}-extended-resources-"
     c.metadata.annotations[EXTENDED_RESOURCE_CLAIM_ANNOTATION] = "true"
     c.metadata.owner_references.add(
@@ -319,6 +320,7 @@ class DynamicResources(
         self.scores = gates.version >= Version(1, 36) and self.features.prioritized_list
         self.preemption = gates.enabled(DRA_PREEMPTION)
         self.extended_resources = gates.enabled(DRA_EXTENDED_RESOURCE)
+        self.counting = pod_resources_options(gates)
         # "cannot allocate all claims": Unschedulable (preemption may free devices) only with
         # DRAPreemption; UnschedulableAndUnresolvable before (upstream statusUnschedulable).
         self._cannot_allocate = (
@@ -372,7 +374,7 @@ class DynamicResources(
     ) -> tuple[PreFilterResult | None, Status]:
         if not self.enabled:
             return None, SKIP
-        backed = self._extended_requests(pod)
+        backed = self._extended_requests(state, pod)
         if not pod.spec.resource_claims and not backed:
             return None, SKIP
         s = _State(preempting=self.preemption)
@@ -385,7 +387,9 @@ class DynamicResources(
             return None, SKIP
         if backed:
             s.extended_classes = backed
-            s.extended = self._find_extended_claim(pod) or _in_memory_extended_claim(pod)
+            s.extended = self._find_extended_claim(pod) or _in_memory_extended_claim(
+                pod, str(uuid.UUID(int=self.handle.rng.getrandbits(128), version=4))
+            )
         s.claims = claims
         for i, claim in enumerate(claims):
             if claim.status.HasField("allocation"):
@@ -407,12 +411,13 @@ class DynamicResources(
             s.allocator = self._new_allocator(s, frozenset())
         return None, SUCCESS
 
-    def _extended_requests(self, pod: types_pb2.Pod) -> dict[str, str]:
+    def _extended_requests(self, state: CycleState, pod: types_pb2.Pod) -> dict[str, str]:
         """DRAExtendedResource: the extended resources the pod requests (non-zero) that a
-        DeviceClass backs -> that class; {} without the gate or such requests."""
+        DeviceClass backs -> that class; {} without the gate or such requests (the cycle's
+        PodInfo read, as counted by the scheduler's gates)."""
         if not self.extended_resources:
             return {}
-        scalar = pod_requests(pod)[0].scalar
+        scalar = cycle_pod_info(state, pod, self.counting).requests.scalar
         if not scalar:
             return {}
         mapping = self.manager.extended_resource_classes()
