@@ -4,7 +4,8 @@ pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go at 1.36/1.3
 allocator is kemu.scheduling.dra, upstream's structured allocator).
 
 Statuses are upstream's: `statusUnschedulable` is UnschedulableAndUnresolvable (so
-DefaultPreemption leaves such nodes alone), `statusError` an Error (the pod backs off).
+DefaultPreemption leaves such nodes alone; but see DRAPreemption below), `statusError` an Error
+(the pod backs off).
 
 - PreEnqueue: every claim of the pod exists (a template's claim is named in
   status.resourceClaimStatuses), is not being deleted and, when generated, is owned by the pod.
