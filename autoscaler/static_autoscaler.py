@@ -300,7 +300,7 @@ class StaticAutoscaler:
         built anew each loop (the DaemonSets change; the cloud's template is asked once)."""
         daemonsets = self._listers.daemonsets()
         return {
-            g: template_node_info(g, await self.cluster_state.template(g), daemonsets)
+            g: template_node_info(g, (await self.cluster_state.template(g)).node, daemonsets)
             for g in groups
         }
 
