@@ -745,8 +745,8 @@ _Obj = TypeVar("_Obj", bound=Message)
 
 
 class SchedulingApi(Protocol):
-    """The API calls the library's plugins make: DefaultBinder's pods/binding and
-    VolumeBinding's updates of PersistentVolumes and claims (the preemption executor, which
+    """The API calls the library's plugins make: DefaultBinder's pods/binding,
+    VolumeBinding's updates of PersistentVolumes and claims, DynamicResources' ResourceClaims (the preemption executor, which
     writes to victims, is the scheduler's own). The library never
     imports a client: the scheduler process passes its kemu.client.Client, which has this
     method (and more); simulations pass none."""
@@ -764,6 +764,14 @@ class SchedulingApi(Protocol):
 
     async def update(self, obj: _Obj) -> _Obj:
         """PUT of the object (its resourceVersion a precondition); the stored object."""
+        ...
+
+    async def update_status(self, obj: _Obj) -> _Obj:
+        """PUT of the object's status subresource (DynamicResources' claims)."""
+        ...
+
+    async def get(self, kind: type[_Obj], name: str, namespace: str = "") -> _Obj:
+        """The stored object (NotFound when there is none)."""
         ...
 
 
