@@ -14,6 +14,7 @@ and serves the result at GET /debug/caches.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import random
@@ -45,6 +46,7 @@ from kemu.client.controlplane import (
 from kemu.client.events import EventRecorder
 from kemu.client.informer import InformerFactory
 from kemu.client.interface import ApiClient
+from kemu.component.featuregate import DYNAMIC_RESOURCE_ALLOCATION
 from kemu.component.options import (
     DECISIONS_DEBUG_HANDLER,
     parse_component_args,
@@ -106,13 +108,28 @@ class _Informers:
             *STORAGE_KINDS,
         ):
             factory.informer(kind)
+        # DRA (upstream's --enable-dynamic-resource-allocation; here the
+        # DynamicResourceAllocation gate): the claims, slices and classes the simulations copy
+        # into their DraSnapshot each loop.
+        self.dra = ctx.gates.enabled(DYNAMIC_RESOURCE_ALLOCATION)
+        self.claims = factory.informer(types_pb2.ResourceClaim) if self.dra else None
+        self.slices = factory.informer(types_pb2.ResourceSlice) if self.dra else None
+        self.classes = factory.informer(types_pb2.DeviceClass) if self.dra else None
 
     def listers(self) -> ListerRegistry:
-        return ListerRegistry(
+        registry = ListerRegistry(
             nodes=self.nodes.lister.list,
             pods=self.pods.lister.list,
             pdbs=self.pdbs.lister.list,
             daemonsets=self.daemonsets.lister.list,
+        )
+        if self.claims is None or self.slices is None or self.classes is None:
+            return registry
+        return dataclasses.replace(
+            registry,
+            resource_claims=self.claims.lister.list,
+            resource_slices=self.slices.lister.list,
+            device_classes=self.classes.lister.list,
         )
 
     def priority_config(self) -> str | None:

@@ -92,6 +92,9 @@ class Env:
         self.nodes: list[types_pb2.Node] = []
         self.pods: list[types_pb2.Pod] = []
         self.pdbs: list[types_pb2.PodDisruptionBudget] = []
+        self.claims: list[types_pb2.ResourceClaim] = []
+        self.slices: list[types_pb2.ResourceSlice] = []
+        self.classes: list[types_pb2.DeviceClass] = []
         registry = in_tree_registry()
         opts = dataclasses.replace(
             scale_down or ScaleDownOptions(unneeded_time=UNNEEDED, delay_after_add=0.0),
@@ -106,7 +109,12 @@ class Env:
             self.cloud,
             Framework(default_profile(registry), registry),
             ListerRegistry(
-                nodes=lambda: self.nodes, pods=lambda: self.pods, pdbs=lambda: self.pdbs
+                nodes=lambda: self.nodes,
+                pods=lambda: self.pods,
+                pdbs=lambda: self.pdbs,
+                resource_claims=lambda: self.claims,
+                resource_slices=lambda: self.slices,
+                device_classes=lambda: self.classes,
             ),
             Reporting(self, Metrics(self.registry)),
             clock=self.clock,
@@ -148,6 +156,9 @@ class Env:
         self.nodes = list((await self.client.list(types_pb2.Node)).items)
         self.pods = list((await self.client.list_all(types_pb2.Pod)).items)
         self.pdbs = list((await self.client.list_all(types_pb2.PodDisruptionBudget)).items)
+        self.claims = list((await self.client.list_all(types_pb2.ResourceClaim)).items)
+        self.slices = list((await self.client.list(types_pb2.ResourceSlice)).items)
+        self.classes = list((await self.client.list(types_pb2.DeviceClass)).items)
         return await self.autoscaler.run_once()
 
     async def summary(self) -> ScaleDownSummary:

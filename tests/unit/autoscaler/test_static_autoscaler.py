@@ -60,6 +60,9 @@ class Env:
         nodes: Sequence[types_pb2.Node] = (),
         pods: Sequence[types_pb2.Pod] = (),
         daemonsets: Sequence[types_pb2.DaemonSet] = (),
+        claims: Sequence[types_pb2.ResourceClaim] = (),
+        slices: Sequence[types_pb2.ResourceSlice] = (),
+        classes: Sequence[types_pb2.DeviceClass] = (),
         recorder: object | None = None,
         informers: InformerFactory | None = None,
         decisions: LoopDecisionLog | None = None,
@@ -72,6 +75,9 @@ class Env:
         self.nodes = list(nodes)
         self.pods = list(pods)
         self.daemonsets = list(daemonsets)
+        self.claims = list(claims)
+        self.slices = list(slices)
+        self.classes = list(classes)
         self.events: list[tuple[str, str, str]] = []
         self.clock = FakeClock()
         self.registry = CollectorRegistry()
@@ -88,6 +94,9 @@ class Env:
                 nodes=lambda: self.nodes,
                 pods=lambda: self.pods,
                 daemonsets=lambda: self.daemonsets,
+                resource_claims=lambda: self.claims,
+                resource_slices=lambda: self.slices,
+                device_classes=lambda: self.classes,
             ),
             Reporting(
                 recorder or self,  # type: ignore[arg-type]
