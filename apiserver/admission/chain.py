@@ -20,6 +20,7 @@ from apiserver.admission.default_toleration_seconds import (
     DefaultTolerationSeconds,
     admit_default_toleration_seconds,
 )
+from apiserver.admission.dra_admin_access import admin_access_spec, validate_admin_access
 from apiserver.admission.podgroup import admit_pod_group_workload_exists
 from apiserver.admission.podgroup_protection import (
     admit_composite_pod_group_protection,
@@ -77,6 +78,14 @@ class AdmissionChain:
             named = await self._fresh_one("podgroups", obj.metadata.namespace, group)
             validate_pod_group_not_deleting(
                 obj, [named] if isinstance(named, types_pb2.PodGroup) else [], self._pod_groups
+            )
+        if admin_access_spec(obj) is not None:
+            ns_name = obj.metadata.namespace  # type: ignore[attr-defined]
+            namespaces = await self._fresh_cache("namespaces")
+            found = namespaces.get(f"{namespaces.prefix}{ns_name}")
+            namespace = None if found is None else found.obj
+            validate_admin_access(
+                obj, namespace if isinstance(namespace, types_pb2.Namespace) else None
             )
         if isinstance(obj, types_pb2.PodGroup):
             workloads = await self._fresh("workloads")

@@ -234,7 +234,9 @@ class Registry:
         # defaulting, so admission follows them and reads the defaulted object.)
         strategy_for(kind).prepare_for_create(obj, self._strategy_options, self._now())
         await self.admission.admit_create(obj)
-        causes = validate_object(obj, pod_groups=self._strategy_options.pod_groups)
+        causes = validate_object(
+            obj, pod_groups=self._strategy_options.pod_groups, dra=self._strategy_options.dra
+        )
         if causes:
             raise Invalid.from_causes(f'{kind.kind} "{meta.name}"', causes)
         await self.admission.validate_create(obj)

@@ -30,9 +30,10 @@ from kemu.machinery.errors import Conflict, Invalid, NotFound
 from kemu.machinery.kinds import BY_KIND, Kind
 from kemu.machinery.pod_conditions import set_scheduled
 from kemu.machinery.pod_strategy import check_bindable, check_binding_preconditions
-from kemu.machinery.podgroups import DEFAULT_RULES, PodGroupRules
 from kemu.machinery.strategy import StrategyOptions, before_update, strategy_for
 from kemu.machinery.validation.objects import validate_object, validate_status_update
+
+DEFAULT_OPTIONS: Final = StrategyOptions()
 
 _POD: Final = BY_KIND["Pod"]
 _NAMESPACE: Final = BY_KIND["Namespace"]
@@ -49,9 +50,9 @@ class UpdateREST(Protocol):
 
 
 def _validated(
-    kind: Kind, current: Message, result: Message, pod_groups: PodGroupRules = DEFAULT_RULES
+    kind: Kind, current: Message, result: Message, options: StrategyOptions = DEFAULT_OPTIONS
 ) -> Message:
-    causes = validate_object(result, old=current, pod_groups=pod_groups)
+    causes = validate_object(result, old=current, pod_groups=options.pod_groups, dra=options.dra)
     if causes:
         raise Invalid.from_causes(f'{kind.kind} "{meta_of(current).name}"', causes)
     return result
@@ -73,7 +74,7 @@ class ObjectREST:
             kind,
             current,
             before_update(kind, current, new, self._options),
-            self._options.pod_groups,
+            self._options,
         )
 
     async def after_write(self, written: Message) -> Message:
@@ -92,7 +93,9 @@ class StatusREST:
         written = strategy_for(kind).prepare_for_status_update(
             sent, current, self._options, self._now()
         )
-        causes = validate_status_update(written, current, pod_groups=self._options.pod_groups)
+        causes = validate_status_update(
+            written, current, pod_groups=self._options.pod_groups, dra=self._options.dra
+        )
         if causes:
             raise Invalid.from_causes(f'{kind.kind} "{meta_of(current).name}"', causes)
         return written

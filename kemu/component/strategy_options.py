@@ -5,7 +5,16 @@ from __future__ import annotations
 
 from kemu.component.featuregate import (
     COMPOSITE_POD_GROUP,
+    DRA_ADMIN_ACCESS,
+    DRA_CONSUMABLE_CAPACITY,
+    DRA_DEVICE_BINDING_CONDITIONS,
+    DRA_DEVICE_TAINTS,
+    DRA_EXTENDED_RESOURCE,
+    DRA_PARTITIONABLE_DEVICES,
+    DRA_PRIORITIZED_LIST,
+    DRA_RESOURCE_CLAIM_DEVICE_STATUS,
     DRA_WORKLOAD_RESOURCE_CLAIMS,
+    DYNAMIC_RESOURCE_ALLOCATION,
     GENERIC_WORKLOAD,
     IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION,
     MATCH_LABEL_KEYS_IN_POD_TOPOLOGY_SPREAD_SELECTOR_MERGE,
@@ -20,6 +29,7 @@ from kemu.component.featuregate import (
     FeatureGates,
 )
 from kemu.component.version_rules import VersionRules
+from kemu.machinery.dra import DraRules
 from kemu.machinery.podgroups import PodGroupRules
 from kemu.machinery.strategy import StrategyOptions
 
@@ -38,6 +48,21 @@ def pod_group_rules(gates: FeatureGates) -> PodGroupRules:
     )
 
 
+def dra_rules(gates: FeatureGates) -> DraRules:
+    """resource.k8s.io's gated fields at the gates (kemu.machinery.dra)."""
+    return DraRules(
+        dynamic_resource_allocation=gates.enabled(DYNAMIC_RESOURCE_ALLOCATION),
+        admin_access=gates.enabled(DRA_ADMIN_ACCESS),
+        prioritized_list=gates.enabled(DRA_PRIORITIZED_LIST),
+        device_taints=gates.enabled(DRA_DEVICE_TAINTS),
+        partitionable_devices=gates.enabled(DRA_PARTITIONABLE_DEVICES),
+        consumable_capacity=gates.enabled(DRA_CONSUMABLE_CAPACITY),
+        binding_conditions=gates.enabled(DRA_DEVICE_BINDING_CONDITIONS),
+        device_status=gates.enabled(DRA_RESOURCE_CLAIM_DEVICE_STATUS),
+        extended_resource=gates.enabled(DRA_EXTENDED_RESOURCE),
+    )
+
+
 def strategy_options(gates: FeatureGates) -> StrategyOptions:
     return StrategyOptions(
         match_label_keys_merge=gates.enabled(
@@ -53,4 +78,5 @@ def strategy_options(gates: FeatureGates) -> StrategyOptions:
         pod_groups=pod_group_rules(gates),
         job_scheduling=gates.enabled(WORKLOAD_WITH_JOB)
         and VersionRules.at(gates.version).job_workload_builder,
+        dra=dra_rules(gates),
     )

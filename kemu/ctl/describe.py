@@ -308,6 +308,10 @@ def _describe_containers(
             w.line(2, "Restart Count:", str(st.restart_count))
         _resource_block(w, 2, "Limits", c.resources.limits)
         _resource_block(w, 2, "Requests", c.resources.requests)
+        if c.resources.claims:
+            w.line(2, "Claims:")
+            for claim in c.resources.claims:
+                w.line(3, f"{claim.name}/{claim.request}" if claim.request else claim.name)
         if st is not None:
             _resource_block(w, 2, "Allocated Resources", st.allocated_resources)
             if st.HasField("resources"):
@@ -403,6 +407,24 @@ def toleration_text(t: types_pb2.Toleration) -> str:
     return text
 
 
+def _describe_resource_claims(w: Writer, pod: types_pb2.Pod) -> None:
+    """The pod's DRA claims: each entry's source and, for a template, the claim the
+    resourceclaim controller generated (status.resourceClaimStatuses)."""
+    if not pod.spec.resource_claims:
+        return
+    generated = {s.name: s for s in pod.status.resource_claim_statuses}
+    w.line(0, "Resource Claims:")
+    for c in pod.spec.resource_claims:
+        w.line(1, f"{c.name}:")
+        if c.HasField("resource_claim_name"):
+            w.line(2, "ResourceClaim:", c.resource_claim_name)
+        if c.HasField("resource_claim_template_name"):
+            w.line(2, "ResourceClaimTemplate:", c.resource_claim_template_name)
+            status = generated.get(c.name)
+            name = status.resource_claim_name if status is not None else ""
+            w.line(2, "Generated ResourceClaim:", name or NONE)
+
+
 def describe_pod(pod: types_pb2.Pod, events: list[types_pb2.Event], now: float) -> str:
     w = Writer()
     m = pod.metadata
@@ -452,6 +474,7 @@ def describe_pod(pod: types_pb2.Pod, events: list[types_pb2.Event], now: float) 
     _describe_containers(w, pod, "Containers", pod.spec.containers, pod.status.container_statuses)
     _describe_conditions(w, list(pod.status.conditions))
     _describe_volumes(w, pod.spec.volumes)
+    _describe_resource_claims(w, pod)
     if pod.spec.HasField("resources"):
         _resource_block(w, 0, "Pod Limits", pod.spec.resources.limits)
         _resource_block(w, 0, "Pod Requests", pod.spec.resources.requests)

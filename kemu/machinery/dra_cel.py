@@ -12,7 +12,9 @@ The surface:
   whose `detail` is upstream's text ("compilation failed: ...", "must evaluate to bool or the
   unknown type, not ...").
 - `DeviceView.of(driver, device)` builds a device's CEL input once (attributes and capacity grouped
-  by domain; a name without a domain belongs to the driver's); reuse it for every selector.
+  by domain; a name without a domain belongs to the driver's); reuse it for every selector and
+  keep it while the slice is unchanged: it memoizes each selector's outcome (measured: 10 us per
+  plain evaluation, 40-70 us with quantity or semver functions, well under 1 us memoized).
 - `CompiledSelector.matches(view)` -> bool, or raises `CELRuntimeError` (upstream's allocator
   aborts with "CEL runtime error: ...").
 - `SelectorCache` memoizes compilations (errors included), as upstream's `cel.Cache`.
@@ -30,6 +32,7 @@ Differences from upstream, all for want of support in the library:
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
@@ -78,7 +81,9 @@ class CELRuntimeError(Exception):
 # ---------------------------------------------------------------- the types
 
 
-def _build_pool() -> descriptor_pool.DescriptorPool:
+def _build_pool(consumable_capacity: bool) -> descriptor_pool.DescriptorPool:
+    """`kubernetes.DRADevice`, with `allowMultipleAllocations` or without it (one pool each,
+    so that both carry upstream's type name), and the Quantity and Semver value types."""
     fd = descriptor_pb2.FieldDescriptorProto
     pool = descriptor_pool.DescriptorPool()
     pool.Add(descriptor_pb2.FileDescriptorProto.FromString(struct_pb2.DESCRIPTOR.serialized_pb))
@@ -91,7 +96,7 @@ def _build_pool() -> descriptor_pool.DescriptorPool:
     for name in ("Quantity", "Semver"):
         msg = proto.message_type.add(name=name)
         msg.field.add(name="value", number=1, type=fd.TYPE_STRING, label=fd.LABEL_OPTIONAL)
-    for type_name, multi in (("DRADevice", False), ("DRADeviceConsumableCapacity", True)):
+    for type_name, multi in (("DRADevice", consumable_capacity),):
         dev = proto.message_type.add(name=type_name)
         dev.field.add(name="driver", number=1, type=fd.TYPE_STRING, label=fd.LABEL_OPTIONAL)
         if multi:
@@ -124,7 +129,8 @@ def _build_pool() -> descriptor_pool.DescriptorPool:
     return pool
 
 
-_POOL: Final = _build_pool()
+_POOL: Final = _build_pool(consumable_capacity=False)
+_POOL_CONSUMABLE: Final = _build_pool(consumable_capacity=True)
 _QuantityMsg: Any = message_factory.GetMessageClass(
     _POOL.FindMessageTypeByName("kubernetes.Quantity")
 )
@@ -145,16 +151,33 @@ def semver_value(v: Semver) -> Any:
     return _SemverMsg(value=str(Semver(v.major, v.minor, v.patch, v.pre)))
 
 
+# Evaluations parse the same few texts again and again (a capacity's value, the literal in
+# `quantity("40Gi")`): parsed once each.
+@functools.lru_cache(maxsize=4096)
+def _amount(text: str) -> Quantity:
+    return Quantity(Fraction(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _canonical(text: str) -> str:
+    return str(parse_quantity(text).amount)
+
+
 def _q(msg: Any) -> Quantity:
-    return Quantity(Fraction(msg.value))
+    return _amount(msg.value)
 
 
 def _v(msg: Any) -> Semver:
-    return parse_semver(msg.value)
+    return _semver(msg.value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _semver(text: str) -> Semver:
+    return parse_semver(text)
 
 
 def _new_quantity(text: str) -> Any:
-    return quantity_value(parse_quantity(text))
+    return _QuantityMsg(value=_canonical(text))
 
 
 def _is_quantity(text: str) -> bool:
@@ -188,7 +211,7 @@ def _cmp_q(a: Any, b: Any) -> int:
 
 
 def _new_semver(text: str) -> Any:
-    return semver_value(parse_semver(text))
+    return semver_value(_semver(text))
 
 
 def _new_semver_normalized(text: str, normalize: bool) -> Any:
@@ -284,9 +307,9 @@ def _extensions(typed: bool) -> list[Any]:
     ]
 
 
-def _env(device_type: Any, typed: bool) -> Any:
+def _env(device_type: Any, typed: bool, pool: descriptor_pool.DescriptorPool = _POOL) -> Any:
     return cel.NewEnv(
-        descriptor_pool=_POOL, variables={DEVICE_VAR: device_type}, extensions=_extensions(typed)
+        descriptor_pool=pool, variables={DEVICE_VAR: device_type}, extensions=_extensions(typed)
     )
 
 
@@ -295,7 +318,7 @@ def _env(device_type: Any, typed: bool) -> Any:
 # evaluation environment declares it as a map fed plain dicts (Quantity/Semver leaves).
 _CHECK_ENVS: Final = {
     False: _env(cel.Type("kubernetes.DRADevice"), typed=True),
-    True: _env(cel.Type("kubernetes.DRADeviceConsumableCapacity"), typed=True),
+    True: _env(cel.Type("kubernetes.DRADevice"), typed=True, pool=_POOL_CONSUMABLE),
 }
 _EVAL_ENV: Final = _env(cel.Type.Map(cel.Type.STRING, cel.Type.DYN), typed=False)
 _ACCEPTED_RESULTS: Final = frozenset({"BOOL", "DYN"})
@@ -351,6 +374,15 @@ class DeviceView:
     capacity: Mapping[str, Mapping[str, Quantity]]
     allow_multiple_allocations: bool = False
     _input: dict[str, Any] = field(init=False, repr=False, compare=False)
+    _activations: dict[tuple[str, ...], Any] = field(
+        init=False, repr=False, compare=False, default_factory=dict
+    )
+    _outcomes: dict[str, bool | CELRuntimeError] = field(
+        init=False, repr=False, compare=False, default_factory=dict
+    )
+    """Each selector's outcome on this device, by expression: a device's attributes do not
+    change without a new ResourceSlice, so a view built once per slice version answers every
+    later cycle from here (an evaluation costs 10-70 us, a lookup well under 1)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(
@@ -391,6 +423,15 @@ class DeviceView:
             allow_multiple_allocations=device.allow_multiple_allocations,
         )
 
+    def activation(self, domains: tuple[str, ...]) -> Any:
+        """The evaluation's input, built once per device and set of domains (cel-expr-python
+        converts a dict on every eval otherwise: 3 us instead of 25 us per evaluation)."""
+        act = self._activations.get(domains)
+        if act is None:
+            act = _EVAL_ENV.Activation({DEVICE_VAR: self.cel_input(domains)})
+            self._activations[domains] = act
+        return act
+
     def cel_input(self, domains: Iterable[str]) -> dict[str, Any]:
         """The `device` variable, with an empty map for each of `domains` the device lacks."""
         base = self._input
@@ -418,9 +459,21 @@ class CompiledSelector:
 
     def matches(self, device: DeviceView) -> bool:
         """Whether the device is selected; CELRuntimeError when evaluation fails (an absent
-        attribute, a non-bool result, an error in a function)."""
+        attribute, a non-bool result, an error in a function). Memoized on the view."""
+        outcome = device._outcomes.get(self.expression)
+        if outcome is None:
+            try:
+                outcome = self._evaluate(device)
+            except CELRuntimeError as exc:
+                outcome = exc
+            device._outcomes[self.expression] = outcome
+        if isinstance(outcome, CELRuntimeError):
+            raise outcome
+        return outcome
+
+    def _evaluate(self, device: DeviceView) -> bool:
         try:
-            result = self._program.eval(data={DEVICE_VAR: device.cel_input(self._domains)})
+            result = self._program.eval(device.activation(self._domains))
         except Exception as exc:  # the library raises for inputs it cannot convert
             raise CELRuntimeError(_issues(exc)) from exc
         kind = result.type().name()

@@ -58,6 +58,14 @@ def _event(get: Callable[[types_pb2.Event], str]) -> Getter:
     return read
 
 
+def _slice(get: Callable[[types_pb2.ResourceSlice], str]) -> Getter:
+    def read(obj: Message) -> str:
+        assert isinstance(obj, types_pb2.ResourceSlice)
+        return get(obj)
+
+    return read
+
+
 _META: Final[dict[str, Getter]] = {
     "metadata.name": _meta_name,
     "metadata.namespace": _meta_namespace,
@@ -110,6 +118,18 @@ SUPPORTED_FIELDS: Final[dict[str, dict[str, Getter]]] = {
     "workloads": dict(_META),
     "podgroups": dict(_META),
     "compositepodgroups": dict(_META),
+    # resource.k8s.io: the generic store's object meta fields; a ResourceSlice also
+    # spec.nodeName ("" when unset) and spec.driver (pkg/registry/resource/resourceslice/
+    # strategy.go toSelectableFields, the kubelet's and the scheduler's selections).
+    "deviceclasses": {"metadata.name": _meta_name},
+    "resourceslices": {
+        "metadata.name": _meta_name,
+        "spec.nodeName": _slice(lambda s: s.spec.node_name),
+        "spec.driver": _slice(lambda s: s.spec.driver),
+    },
+    "resourceclaims": dict(_META),
+    "resourceclaimtemplates": dict(_META),
+    "devicetaintrules": {"metadata.name": _meta_name},
 }
 
 

@@ -21,6 +21,18 @@ GENERIC_WORKLOAD: Final = "GenericWorkload"
 COMPOSITE_POD_GROUP: Final = "CompositePodGroup"
 """(kemu.component.featuregate.COMPOSITE_POD_GROUP, which depends on GenericWorkload.)"""
 RESOURCE_V1: Final = "resource.k8s.io/v1"
+RESOURCE_V1BETA2: Final = "resource.k8s.io/v1beta2"
+RESOURCE_V1BETA1: Final = "resource.k8s.io/v1beta1"
+RESOURCE_V1ALPHA3: Final = "resource.k8s.io/v1alpha3"
+_DRA_VERSIONS: Final = (
+    (31, (RESOURCE_V1ALPHA3,)),
+    (32, (RESOURCE_V1BETA1, RESOURCE_V1ALPHA3)),
+    (33, (RESOURCE_V1BETA2, RESOURCE_V1BETA1)),
+    (34, (RESOURCE_V1, RESOURCE_V1BETA2, RESOURCE_V1BETA1)),
+)
+"""DRA's kinds by release (pkg/registry/resource/rest/storage_resource.go): v1alpha3 at 1.31
+(DynamicResourceAllocation alpha), v1beta1 from 1.32 (beta, off), v1beta2 from 1.33, v1 from
+1.34 (GA, on); the alpha and beta versions need --runtime-config, as upstream's defaults."""
 DYNAMIC_RESOURCE_ALLOCATION: Final = "DynamicResourceAllocation"
 """(kemu.component.featuregate.DYNAMIC_RESOURCE_ALLOCATION.)"""
 DRA_DEVICE_TAINT_RULES: Final = "DRADeviceTaintRules"
@@ -222,8 +234,10 @@ KINDS: Final[tuple[Kind, ...]] = (
         gate=COMPOSITE_POD_GROUP,
     ),
     # resource.k8s.io (Dynamic Resource Allocation): v1 GA from 1.34 (kubernetes/api
-    # resource/v1/types.go; pkg/registry/resource/rest/storage_resource.go), served with
-    # DynamicResourceAllocation on; no short names.
+    # resource/v1/types.go; pkg/registry/resource/rest/storage_resource.go), the earlier
+    # versions as _DRA_VERSIONS (the REST edge converts their shapes:
+    # kemu.machinery.resource_versions), served with DynamicResourceAllocation on; no short
+    # names.
     Kind(
         "DeviceClass",
         "deviceclasses",
@@ -232,7 +246,7 @@ KINDS: Final[tuple[Kind, ...]] = (
         types_pb2.DeviceClass,
         "device_class",
         has_status=False,
-        versions=((34, (RESOURCE_V1,)),),
+        versions=_DRA_VERSIONS,
         gate=DYNAMIC_RESOURCE_ALLOCATION,
     ),
     Kind(
@@ -243,7 +257,7 @@ KINDS: Final[tuple[Kind, ...]] = (
         types_pb2.ResourceSlice,
         "resource_slice",
         has_status=False,
-        versions=((34, (RESOURCE_V1,)),),
+        versions=_DRA_VERSIONS,
         gate=DYNAMIC_RESOURCE_ALLOCATION,
     ),
     Kind(
@@ -253,7 +267,7 @@ KINDS: Final[tuple[Kind, ...]] = (
         True,
         types_pb2.ResourceClaim,
         "resource_claim",
-        versions=((34, (RESOURCE_V1,)),),
+        versions=_DRA_VERSIONS,
         gate=DYNAMIC_RESOURCE_ALLOCATION,
     ),
     Kind(
@@ -264,10 +278,12 @@ KINDS: Final[tuple[Kind, ...]] = (
         types_pb2.ResourceClaimTemplate,
         "resource_claim_template",
         has_status=False,
-        versions=((34, (RESOURCE_V1,)),),
+        versions=_DRA_VERSIONS,
         gate=DYNAMIC_RESOURCE_ALLOCATION,
     ),
-    # DRADeviceTaintRules: GA (so v1) at 1.37.
+    # DRADeviceTaintRules: alpha (v1alpha3) at 1.35, beta (v1beta2, off) at 1.36, GA (v1) at
+    # 1.37. (Upstream served it in v1alpha3 from 1.33 under DRADeviceTaints; kemu's gate
+    # table has DRADeviceTaintRules from 1.35, so the kind starts there.)
     Kind(
         "DeviceTaintRule",
         "devicetaintrules",
@@ -275,7 +291,11 @@ KINDS: Final[tuple[Kind, ...]] = (
         False,
         types_pb2.DeviceTaintRule,
         "device_taint_rule",
-        versions=((37, (RESOURCE_V1,)),),
+        versions=(
+            (35, (RESOURCE_V1ALPHA3,)),
+            (36, (RESOURCE_V1BETA2, RESOURCE_V1ALPHA3)),
+            (37, (RESOURCE_V1, RESOURCE_V1BETA2)),
+        ),
         gate=DRA_DEVICE_TAINT_RULES,
     ),
 )

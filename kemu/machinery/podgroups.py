@@ -30,7 +30,7 @@ from typing import Final
 from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
-from kemu.machinery import convert
+from kemu.machinery import convert, resource_versions
 from kemu.machinery.convert import UnknownFields
 from kemu.machinery.errors import Cause, Invalid
 from kemu.machinery.jsonvalue import JSON, JSONObject
@@ -419,6 +419,8 @@ _CONVERSIONS: Final[dict[tuple[str, str], tuple[_Convert, _Convert]]] = {
     (SCHEDULING_V1ALPHA1, "Workload"): (_v1alpha1_workload_in, _v1alpha1_workload_out),
     (SCHEDULING_V1ALPHA2, "Workload"): (_v1alpha2_workload_in, _v1alpha2_workload_out),
     (SCHEDULING_V1ALPHA2, "PodGroup"): (_v1alpha2_pod_group_in, _v1alpha2_pod_group_out),
+    # resource.k8s.io's v1beta1 and v1alpha3 (kemu.machinery.resource_versions).
+    **resource_versions.CONVERSIONS,
 }
 
 

@@ -13,6 +13,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery import kinds, storage
+from kemu.machinery.dra import claim_state
 from kemu.machinery.errors import Invalid
 from kemu.machinery.keys import object_meta
 from kemu.machinery.labels import selector_from_label_selector
@@ -644,6 +645,31 @@ def _composite_pod_group_row(cpg: types_pb2.CompositePodGroup, now: float, wide:
     ]
 
 
+# ---------------------------------------------------------------- resource.k8s.io (DRA)
+
+
+def _name_age_row(obj: Message, now: float, wide: bool) -> list[str]:
+    """printDeviceClass, printResourceClaimTemplate (and DeviceTaintRule, which has no printer
+    of its own: the default columns): name and age."""
+    return [object_meta(obj).name, _created(obj, now)]
+
+
+def _resource_claim_row(claim: types_pb2.ResourceClaim, now: float, wide: bool) -> list[str]:
+    """printResourceClaim: Name, State ("pending", "allocated,reserved", "deleted,..."), Age."""
+    return [object_meta(claim).name, claim_state(claim), _created(claim, now)]
+
+
+def _resource_slice_row(rs: types_pb2.ResourceSlice, now: float, wide: bool) -> list[str]:
+    """printResourceSlice: Name, Node (its nodeName, empty otherwise), Driver, Pool, Age."""
+    return [
+        object_meta(rs).name,
+        rs.spec.node_name,
+        rs.spec.driver,
+        rs.spec.pool.name,
+        _created(rs, now),
+    ]
+
+
 # ---------------------------------------------------------------- tables
 
 
@@ -768,6 +794,11 @@ TABLES: dict[str, TableSpec] = {
     "CompositePodGroup": TableSpec(
         ("NAME", "POLICY", "WORKLOAD", "STATUS", "AGE"), (), _composite_pod_group_row
     ),
+    "DeviceClass": TableSpec(("NAME", "AGE"), (), _name_age_row),
+    "ResourceSlice": TableSpec(("NAME", "NODE", "DRIVER", "POOL", "AGE"), (), _resource_slice_row),
+    "ResourceClaim": TableSpec(("NAME", "STATE", "AGE"), (), _resource_claim_row),
+    "ResourceClaimTemplate": TableSpec(("NAME", "AGE"), (), _name_age_row),
+    "DeviceTaintRule": TableSpec(("NAME", "AGE"), (), _name_age_row),
 }
 # `get events -o wide` reorders the tail, as kubectl does.
 _EVENT_WIDE_HEADERS = ("LAST SEEN", "TYPE", "REASON", "OBJECT", "SOURCE", "MESSAGE")

@@ -19,10 +19,20 @@ from typing import Final
 from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
-from kemu.machinery import apps, batch, storage
+from kemu.machinery import apps, batch, dra, storage
 from kemu.machinery import namespaces as ns_rules
 from kemu.machinery.convert import timestamp
 from kemu.machinery.defaults import set_defaults
+from kemu.machinery.dra import (
+    DEFAULT_DRA_RULES,
+    DraRules,
+    default_allocation,
+    default_claim_spec,
+    drop_disabled_claim_spec_fields,
+    drop_disabled_claim_status_fields,
+    drop_disabled_class_fields,
+    drop_disabled_slice_fields,
+)
 from kemu.machinery.errors import Invalid
 from kemu.machinery.kinds import Kind
 from kemu.machinery.pod_strategy import (
@@ -80,6 +90,8 @@ class StrategyOptions:
     job_scheduling: bool = True
     """WorkloadWithJob at 1.37 or later (Job.spec.scheduling exists from 1.37): without it a
     Job's spec.scheduling is dropped unless the stored Job uses it."""
+    dra: DraRules = DEFAULT_DRA_RULES
+    """resource.k8s.io's gated fields (kemu.machinery.dra)."""
 
 
 class Strategy:
@@ -129,6 +141,7 @@ class PodStrategy(Strategy):
             obj.spec.ClearField("scheduling_gates")
         _pod_level_resources(obj, None, opts)
         drop_disabled_pod_scheduling_group(obj.spec, None, opts.pod_groups)
+        dra.drop_disabled_pod_fields(obj.spec, None, opts.dra)
         # podStrategy.PrepareForCreate: the QoS class, pod-level resources deciding with their
         # gate. Upstream's quantities were parsed when the request was decoded; here one that
         # does not parse leaves the class empty, for validation to refuse the pod by its field.
@@ -144,6 +157,7 @@ class PodStrategy(Strategy):
         assert isinstance(new, types_pb2.Pod) and isinstance(old, types_pb2.Pod)
         _pod_level_resources(new, old, opts)
         drop_disabled_pod_scheduling_group(new.spec, old.spec, opts.pod_groups)
+        dra.drop_disabled_pod_fields(new.spec, old.spec, opts.dra)
 
     def prepare_for_status_update(
         self, sent: Message, old: Message, opts: StrategyOptions, now: float
@@ -158,6 +172,7 @@ class PodStrategy(Strategy):
             observed_generation=opts.pod_observed_generation,
             host_ips=opts.pod_host_ips,
         )
+        dra.drop_disabled_pod_status_fields(result.status, old.status, opts.dra)
         backfill_qos_class(result, old)
         return result
 
@@ -337,6 +352,93 @@ class CompositePodGroupStrategy(_StatusReset):
         default_composite_pod_group(new)
 
 
+class DeviceClassStrategy(Strategy):
+    """pkg/registry/resource/deviceclass/strategy.go: no status; dropDisabledFields
+    (extendedResourceName); the generation bumped on a spec change (before_update)."""
+
+    def prepare_for_create(self, obj: Message, opts: StrategyOptions, now: float) -> None:
+        super().prepare_for_create(obj, opts, now)
+        assert isinstance(obj, types_pb2.DeviceClass)
+        drop_disabled_class_fields(obj.spec, None, opts.dra)
+
+    def prepare_for_update(self, new: Message, old: Message, opts: StrategyOptions) -> None:
+        assert isinstance(new, types_pb2.DeviceClass) and isinstance(old, types_pb2.DeviceClass)
+        drop_disabled_class_fields(new.spec, old.spec, opts.dra)
+
+
+class ResourceSliceStrategy(Strategy):
+    """pkg/registry/resource/resourceslice/strategy.go: no status; dropDisabledFields
+    (taints, partitionable devices, binding conditions, consumable capacity)."""
+
+    def prepare_for_create(self, obj: Message, opts: StrategyOptions, now: float) -> None:
+        super().prepare_for_create(obj, opts, now)
+        assert isinstance(obj, types_pb2.ResourceSlice)
+        drop_disabled_slice_fields(obj.spec, None, opts.dra)
+
+    def prepare_for_update(self, new: Message, old: Message, opts: StrategyOptions) -> None:
+        assert isinstance(new, types_pb2.ResourceSlice)
+        assert isinstance(old, types_pb2.ResourceSlice)
+        drop_disabled_slice_fields(new.spec, old.spec, opts.dra)
+
+
+class ResourceClaimStrategy(_StatusReset):
+    """pkg/registry/resource/resourceclaim/strategy.go: the status reset on create and kept on
+    update (the /status subresource writes it, keeping the spec); v1's defaults
+    (allocationMode ExactCount, count 1, toleration operator Equal); dropDisabledFields and,
+    on a status write, dropDisabledStatusFields and dropDeallocatedStatusDevices."""
+
+    def prepare_for_create(self, obj: Message, opts: StrategyOptions, now: float) -> None:
+        super().prepare_for_create(obj, opts, now)
+        assert isinstance(obj, types_pb2.ResourceClaim)
+        default_claim_spec(obj.spec)
+        drop_disabled_claim_spec_fields(obj.spec, None, opts.dra)
+
+    def prepare_for_update(self, new: Message, old: Message, opts: StrategyOptions) -> None:
+        assert isinstance(new, types_pb2.ResourceClaim)
+        assert isinstance(old, types_pb2.ResourceClaim)
+        default_claim_spec(new.spec)
+        drop_disabled_claim_spec_fields(new.spec, old.spec, opts.dra)
+
+    def prepare_for_status_update(
+        self, sent: Message, old: Message, opts: StrategyOptions, now: float
+    ) -> Message:
+        result = super().prepare_for_status_update(sent, old, opts, now)
+        assert isinstance(result, types_pb2.ResourceClaim)
+        assert isinstance(old, types_pb2.ResourceClaim)
+        default_allocation(result.status)
+        drop_disabled_claim_status_fields(result.status, old.status, opts.dra)
+        return result
+
+
+class ResourceClaimTemplateStrategy(Strategy):
+    """pkg/registry/resource/resourceclaimtemplate/strategy.go: the claim spec's defaults and
+    dropDisabledFields."""
+
+    def prepare_for_create(self, obj: Message, opts: StrategyOptions, now: float) -> None:
+        super().prepare_for_create(obj, opts, now)
+        assert isinstance(obj, types_pb2.ResourceClaimTemplate)
+        default_claim_spec(obj.spec.spec)
+        drop_disabled_claim_spec_fields(obj.spec.spec, None, opts.dra)
+
+    def prepare_for_update(self, new: Message, old: Message, opts: StrategyOptions) -> None:
+        assert isinstance(new, types_pb2.ResourceClaimTemplate)
+        assert isinstance(old, types_pb2.ResourceClaimTemplate)
+        default_claim_spec(new.spec.spec)
+        drop_disabled_claim_spec_fields(new.spec.spec, old.spec.spec, opts.dra)
+
+
+class DeviceTaintRuleStrategy(_StatusReset):
+    """pkg/registry/resource/devicetaintrule/strategy.go: the status reset on create; the
+    taint's timeAdded set to now when the client left it unset (DeviceTaint.timeAdded's API
+    doc: "Added automatically during create or update if not set"; kemu sets it on create)."""
+
+    def prepare_for_create(self, obj: Message, opts: StrategyOptions, now: float) -> None:
+        super().prepare_for_create(obj, opts, now)
+        assert isinstance(obj, types_pb2.DeviceTaintRule)
+        if not obj.spec.taint.HasField("time_added"):
+            obj.spec.taint.time_added.CopyFrom(timestamp(now))
+
+
 DEFAULT_STRATEGY: Final = Strategy()
 
 STRATEGIES: Final[Mapping[str, Strategy]] = MappingProxyType(
@@ -357,6 +459,11 @@ STRATEGIES: Final[Mapping[str, Strategy]] = MappingProxyType(
         "Workload": WorkloadStrategy(),
         "PodGroup": PodGroupStrategy(),
         "CompositePodGroup": CompositePodGroupStrategy(),
+        "DeviceClass": DeviceClassStrategy(),
+        "ResourceSlice": ResourceSliceStrategy(),
+        "ResourceClaim": ResourceClaimStrategy(),
+        "ResourceClaimTemplate": ResourceClaimTemplateStrategy(),
+        "DeviceTaintRule": DeviceTaintRuleStrategy(),
     }
 )
 """Kind name -> its strategy; every other kind has DEFAULT_STRATEGY."""

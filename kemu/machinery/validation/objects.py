@@ -13,9 +13,10 @@ from typing import Any, Final
 
 from google.protobuf.message import Message
 
+from kemu.machinery.dra import DEFAULT_DRA_RULES, DraRules
 from kemu.machinery.errors import Cause
 from kemu.machinery.podgroups import DEFAULT_RULES, PodGroupRules
-from kemu.machinery.validation import scheduling
+from kemu.machinery.validation import resource, scheduling
 from kemu.machinery.validation.core import (
     validate_config_map,
     validate_config_map_update,
@@ -133,6 +134,24 @@ _VERSIONED: Final[
 }
 
 
+# resource.k8s.io (DRA): per kind, (validate given the stored object on update, the rules of a
+# status write), each also given the DraRules (the gates that change the API).
+_DraValidate = Callable[[Any, Any, DraRules], list[Cause]]
+_DRA: Final[dict[str, tuple[_DraValidate, _DraValidate | None]]] = {
+    "kemu.api.v1.DeviceClass": (resource.validate_device_class, None),
+    "kemu.api.v1.ResourceSlice": (resource.validate_resource_slice, None),
+    "kemu.api.v1.ResourceClaim": (
+        resource.validate_resource_claim,
+        resource.validate_resource_claim_status_update,
+    ),
+    "kemu.api.v1.ResourceClaimTemplate": (resource.validate_resource_claim_template, None),
+    "kemu.api.v1.DeviceTaintRule": (
+        resource.validate_device_taint_rule,
+        resource.validate_device_taint_rule_status_update,
+    ),
+}
+
+
 # Per kind: the rules of a create only (upstream's Validate<Kind>Create beside the update's).
 _CREATE_VALIDATORS: Final[dict[str, _Validate]] = {
     "kemu.api.v1.CronJob": validate_cron_job_create,
@@ -147,23 +166,31 @@ _STATUS_VALIDATORS: Final[dict[str, _ValidateUpdate]] = {
 
 
 def validate_status_update(
-    obj: Message, old: Message, *, pod_groups: PodGroupRules = DEFAULT_RULES
+    obj: Message,
+    old: Message,
+    *,
+    pod_groups: PodGroupRules = DEFAULT_RULES,
+    dra: DraRules = DEFAULT_DRA_RULES,
 ) -> list[Cause]:
     """Validates a status subresource write of `old` that stores `obj`: the kind's status
     rules and the metadata update's, or, for a kind without status rules of its own, those of
     an update (`validate_object` with `old`). `pod_groups`: the Workload API's rules at the
-    apiserver's version and gates."""
+    apiserver's version and gates; `dra`: resource.k8s.io's."""
     name = obj.DESCRIPTOR.full_name
     versioned = _VERSIONED.get(name)
     status_rules = versioned[2] if versioned is not None else None
+    dra_entry = _DRA.get(name)
+    dra_status = dra_entry[1] if dra_entry is not None else None
     rules = _STATUS_VALIDATORS.get(name)
-    if rules is None and status_rules is None:
-        return validate_object(obj, old=old, pod_groups=pod_groups)
+    if rules is None and status_rules is None and dra_status is None:
+        return validate_object(obj, old=old, pod_groups=pod_groups, dra=dra)
     if old.DESCRIPTOR.full_name != name:
         raise TypeError(f"validate_status_update: old is {old.DESCRIPTOR.full_name}, not {name}")
     causes = rules(obj, old) if rules is not None else []
     if status_rules is not None:
         causes.extend(status_rules(obj, old, pod_groups))
+    if dra_status is not None:
+        causes.extend(dra_status(obj, old, dra))
     causes.extend(
         validate_object_meta_update(
             obj.metadata,  # type: ignore[attr-defined]
@@ -174,17 +201,33 @@ def validate_status_update(
 
 
 def validate_object(
-    obj: Message, *, old: Message | None = None, pod_groups: PodGroupRules = DEFAULT_RULES
+    obj: Message,
+    *,
+    old: Message | None = None,
+    pod_groups: PodGroupRules = DEFAULT_RULES,
+    dra: DraRules = DEFAULT_DRA_RULES,
 ) -> list[Cause]:
     """Validates an object of any kind; with `old`, also the rules of a main-resource update,
     without it also those of a create. `pod_groups`: the Workload API's rules at the
-    apiserver's emulated version and gates (kemu.machinery.podgroups).
+    apiserver's emulated version and gates (kemu.machinery.podgroups); `dra`:
+    resource.k8s.io's (kemu.machinery.dra).
 
     Raises TypeError for a message that is not an API kind (a bug in the caller).
     """
     name = obj.DESCRIPTOR.full_name
     versioned = _VERSIONED.get(name)
+    dra_entry = _DRA.get(name)
     entry: tuple[_Validate, _ValidateUpdate] | None
+    if dra_entry is not None:
+        dra_validate = dra_entry[0]
+        if old is None:
+            return dra_validate(obj, None, dra)
+        if old.DESCRIPTOR.full_name != name:
+            raise TypeError(f"validate_object: old is {old.DESCRIPTOR.full_name}, not {name}")
+        return dra_validate(obj, old, dra) + validate_object_meta_update(
+            obj.metadata,  # type: ignore[attr-defined]
+            old.metadata,  # type: ignore[attr-defined]
+        )
     if versioned is not None:
         v_validate, v_update, _ = versioned
         entry = (

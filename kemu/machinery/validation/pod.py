@@ -50,6 +50,11 @@ from kemu.machinery.validation.names import (
     name_is_dns_label,
     name_is_dns_subdomain,
 )
+from kemu.machinery.validation.pod_claims import (
+    validate_container_claims,
+    validate_generated_claim_names,
+    validate_pod_resource_claims,
+)
 from kemu.machinery.validation.resources import (
     _POD_LEVEL_RESOURCES,
     validate_resource_list,
@@ -644,6 +649,17 @@ def validate_pod_spec(spec: types_pb2.PodSpec, path: str = "spec") -> list[Cause
             names.add(c.name)
         if any(c.ports for c in containers):
             causes.extend(_host_port_conflicts(containers, f"{path}.{json_name}"))
+    # DRA: the pod's claims, and each container's claims naming one of them.
+    causes.extend(validate_pod_resource_claims(spec.resource_claims, f"{path}.resourceClaims"))
+    pod_claims = {c.name for c in spec.resource_claims if c.name}
+    for field, json_name in (("init_containers", "initContainers"), ("containers", "containers")):
+        for i, c in enumerate(getattr(spec, field)):
+            if c.resources.claims:
+                causes.extend(
+                    validate_container_claims(
+                        c.resources.claims, pod_claims, f"{path}.{json_name}[{i}].resources.claims"
+                    )
+                )
     causes.extend(_validate_pod_fields(spec, path))
     if spec.node_name:
         causes.extend(
@@ -732,6 +748,11 @@ _CONTAINERS_ONLY: Final = PodResourcesOptions(exclude_overhead=True, pod_level_r
 def validate_pod(pod: types_pb2.Pod) -> list[Cause]:
     causes = _validate_pod_metadata(pod)
     causes.extend(_validate_pod_spec_cached(pod.spec.SerializeToString(deterministic=True)))
+    causes.extend(
+        validate_generated_claim_names(
+            pod.metadata.name, pod.spec.resource_claims, "spec.resourceClaims"
+        )
+    )
     causes.extend(_validate_pod_status(pod))
     return causes
 

@@ -708,7 +708,9 @@ _MAX_CONDITION_REASON: Final = 1024
 _MAX_CONDITION_MESSAGE: Final = 32 * 1024
 
 
-def _conditions(conditions: Sequence[types_pb2.Condition]) -> list[Cause]:
+def validate_conditions(
+    conditions: Sequence[types_pb2.Condition], path: str = "status.conditions"
+) -> list[Cause]:
     """metav1validation.ValidateConditions of status.conditions (apimachinery
     pkg/apis/meta/v1/validation): types unique and label names, a known status, a
     non-negative observedGeneration, lastTransitionTime and reason set, the reason's format
@@ -716,7 +718,7 @@ def _conditions(conditions: Sequence[types_pb2.Condition]) -> list[Cause]:
     causes: list[Cause] = []
     seen: set[str] = set()
     for i, c in enumerate(conditions):
-        p = f"status.conditions[{i}]"
+        p = f"{path}[{i}]"
         if c.type in seen:
             causes.append(duplicate(f"{p}.type", c.type))
         seen.add(c.type)
@@ -749,7 +751,7 @@ def validate_pod_group_status_update(
     new: types_pb2.PodGroup, old: types_pb2.PodGroup, rules: PodGroupRules
 ) -> list[Cause]:
     """ValidatePodGroupStatusUpdate: the conditions, and claim statuses naming spec claims."""
-    causes = _conditions(new.status.conditions)
+    causes = validate_conditions(new.status.conditions)
     claims = {c.name for c in new.spec.resource_claims}
     for i, s in enumerate(new.status.resource_claim_statuses):
         if s.name not in claims:
@@ -806,4 +808,4 @@ def validate_composite_pod_group_status_update(
     new: types_pb2.CompositePodGroup, old: types_pb2.CompositePodGroup, rules: PodGroupRules
 ) -> list[Cause]:
     """ValidateCompositePodGroupStatusUpdate: the conditions."""
-    return _conditions(new.status.conditions)
+    return validate_conditions(new.status.conditions)

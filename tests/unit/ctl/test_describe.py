@@ -340,3 +340,27 @@ async def test_describe_pod_group_as_the_version_served_or_asked_for(
         assert any(li.strip() == reference for li in lines)
     wrong = await ctl(client, "describe", "podgroups.v1alpha1.scheduling.k8s.io", "g")
     assert wrong.rc == 1
+
+
+def test_describe_pod_shows_its_resource_claims() -> None:
+    """S-DRA-API-18: the pod's claims (the generated one from status.resourceClaimStatuses)
+    and each container's claims."""
+    from kemu.ctl.describe import describe_pod
+
+    pod = make_pod("p").obj()
+    pod.spec.resource_claims.add(name="gpu", resource_claim_template_name="gpu-template")
+    pod.spec.resource_claims.add(name="shared", resource_claim_name="shared-claim")
+    pod.spec.containers[0].resources.claims.add(name="gpu", request="big")
+    pod.spec.containers[0].resources.claims.add(name="shared")
+    pod.status.resource_claim_statuses.add(name="gpu", resource_claim_name="p-gpu-x7k2q")
+    lines = [" ".join(line.split()) for line in describe_pod(pod, [], NOW).splitlines()]
+    block = lines[lines.index("Resource Claims:") :]
+    assert block[1:6] == [
+        "gpu:",
+        "ResourceClaimTemplate: gpu-template",
+        "Generated ResourceClaim: p-gpu-x7k2q",
+        "shared:",
+        "ResourceClaim: shared-claim",
+    ]
+    claims = lines[lines.index("Claims:") :][1:3]
+    assert claims == ["gpu/big", "shared"]

@@ -156,3 +156,18 @@ def test_semver_precedence_as_semver_org() -> None:
     assert versions == sorted(reversed(versions))
     assert parse_semver("1.0.0+build") == parse_semver("1.0.0")
     assert str(parse_semver_normalized("v01.2")) == "1.2.0"
+
+
+def test_s_dra_cel_7_outcomes_memoized_per_device_view() -> None:
+    """Upstream caches per (device, request) within one Allocate; kemu's view keeps each
+    selector's outcome for as long as the caller keeps the view (one slice version)."""
+    view = DeviceView.of(DRIVER, _device())
+    ok = compile_selector('device.attributes["gpu.example.com"].index == 0')
+    bad = compile_selector('device.attributes["gpu.example.com"].missing == 0')
+    assert ok.matches(view) and ok.matches(view)
+    with pytest.raises(CELRuntimeError) as first:
+        bad.matches(view)
+    with pytest.raises(CELRuntimeError) as second:
+        bad.matches(view)
+    assert first.value is second.value
+    assert compile_selector('device.attributes["gpu.example.com"].index == 0').matches(VIEW)
