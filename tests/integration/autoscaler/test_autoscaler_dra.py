@@ -24,6 +24,7 @@ import pytest
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.client.cloudprovider import CloudProviderClient
+from kemu.machinery.errors import Conflict
 from kemu.machinery.virtual_time import ClockMode
 from kemu.testing import Cluster, eventually, make_pod
 from kemu.testing.cluster_time import elapse
@@ -170,20 +171,29 @@ async def test_s_ca_dra_the_autoscaler_with_devices(
 
     # S-CA-DRA-9: a pod in PreBind holds one of the node's devices (its scheduler's PreBind
     # wrote the claim's allocation and reservation; KEP-5278 published the nomination).
-    held = await api.create(gpu_claim(ns, "one", 1))
+    await api.create(gpu_claim(ns, "one", 1))
     pb = claiming_pod(ns, "binding", "one")
     # (movable as far as the drain rules go: only its devices keep the node)
     pb.metadata.annotations["cluster-autoscaler.kubernetes.io/safe-to-evict"] = "true"
     pb = await nominate(api, pb, name, unschedulable=False)
-    r = held.status.allocation.devices.results.add(
-        request="gpu", driver=DRIVER, pool=name, device="gpu-3"
-    )
-    held.status.allocation.node_selector.node_selector_terms.add().match_fields.add(
-        key="metadata.name", operator="In", values=[name]
-    )
-    held.status.reserved_for.add(resource="pods", name="binding", uid=pb.metadata.uid)
-    assert r.device == "gpu-3"
-    held = await api.update_status(held)
+
+    async def allocated_in_prebind() -> bool:
+        # (the latest claim each time: a Conflict with the resourceclaim controller retries)
+        held = await api.get(types_pb2.ResourceClaim, "one", ns)
+        held.status.allocation.devices.results.add(
+            request="gpu", driver=DRIVER, pool=name, device="gpu-3"
+        )
+        held.status.allocation.node_selector.node_selector_terms.add().match_fields.add(
+            key="metadata.name", operator="In", values=[name]
+        )
+        held.status.reserved_for.add(resource="pods", name="binding", uid=pb.metadata.uid)
+        try:
+            await api.update_status(held)
+        except Conflict as e:
+            raise AssertionError(str(e)) from None
+        return True
+
+    await eventually(allocated_in_prebind, timeout=10, interval=0.1)
     await api.delete(types_pb2.Pod, "p1", ns, grace_period_seconds=0)
     await eventually(
         lambda: (
@@ -201,10 +211,13 @@ async def test_s_ca_dra_the_autoscaler_with_devices(
 
     async def released() -> bool:
         c = await api.get(types_pb2.ResourceClaim, "one", ns)
-        if c.status.HasField("allocation"):
+        if c.status.HasField("allocation"):  # (else the resourceclaim controller did it)
             c.status.ClearField("allocation")
             del c.status.reserved_for[:]
-            await api.update_status(c)
+            try:
+                await api.update_status(c)
+            except Conflict as e:
+                raise AssertionError(str(e)) from None
         c = await api.get(types_pb2.ResourceClaim, "two", ns)
         assert not c.status.HasField("allocation"), c.status  # (the resourceclaim controller)
         return True
