@@ -102,6 +102,32 @@ def test_s_ca_dra_11_partitionable_pools_count_their_counters() -> None:
     assert dynamic_resource_utilization([counters, parts], [c]) == {DRIVER: {"n": 0.5}}
 
 
+def test_s_ca_dra_11_a_mixed_pool_weighs_both_kinds_by_their_device_counts() -> None:
+    """Two atomic devices (both allocated: 1.0) and one counter set (half used: 0.5), weighed
+    2:1; with nothing partitionable allocated, the atomic devices' alone (upstream's code
+    returns early there)."""
+    counters = slice_(
+        "n-counters", node_name="n", pool="n", driver=DRIVER, count=2,
+        shared_counters={"gpu-0": {"memory": "40Gi"}},
+    )  # fmt: skip
+    counters.spec.node_name = "n"
+    devices = slice_(
+        "n-devices",
+        [
+            device("whole-0"),
+            device("whole-1"),
+            device("half-0", counters={"gpu-0": {"memory": "20Gi"}}),
+            device("half-1", counters={"gpu-0": {"memory": "20Gi"}}),
+        ],
+        node_name="n", pool="n", driver=DRIVER, count=2,
+    )  # fmt: skip
+    whole = allocated(gpu_claim("w"), (DRIVER, "n", "whole-0"), (DRIVER, "n", "whole-1"))
+    half = allocated(gpu_claim("h"), (DRIVER, "n", "half-0"))
+    got = dynamic_resource_utilization([counters, devices], [whole, half])[DRIVER]["n"]
+    assert got == pytest.approx(1.0 * 2 / 3 + 0.5 / 3)
+    assert dynamic_resource_utilization([counters, devices], [whole]) == {DRIVER: {"n": 1.0}}
+
+
 def test_s_ca_dra_12_utilization_errors_are_upstreams() -> None:
     incomplete = slice_("s", ["a"], node_name="n", pool="n", driver=DRIVER, generation=2, count=2)
     with pytest.raises(
