@@ -65,11 +65,13 @@ from kemu.machinery.pod_strategy import TERMINAL_PHASES
 from kemu.machinery.resourceclaim import (
     DELETE_PROTECTION_FINALIZER,
     POD_CLAIM_NAME_ANNOTATION,
-    ClaimNotNeeded,
+    ClaimNameError,
     can_be_reserved,
-    claim_name,
+    extended_resource_claim_name,
     is_for_pod,
     is_reserved_for_pod,
+    pod_claim_name,
+    uses_claims,
 )
 
 logger = logging.getLogger(__name__)
@@ -138,16 +140,27 @@ def claim_source(claim: types_pb2.ResourceClaim) -> str:
 
 
 def _pod_claim_keys(pod: types_pb2.Pod) -> list[str]:
-    """`namespace/claim` of every claim the pod uses (spec or status)."""
+    """`namespace/claim` of every claim the pod uses (spec or status, and the claim of its
+    DRA-backed extended resources)."""
     out = []
+    extended = extended_resource_claim_name(pod)
+    if extended:
+        out.append(f"{pod.metadata.namespace}/{extended}")
     for pc in pod.spec.resource_claims:
-        try:
-            name, _ = claim_name(pod, pc)
-        except ClaimNotNeeded:
-            continue
-        if name:
-            out.append(f"{pod.metadata.namespace}/{name}")
+        found = claim_of(pod, pc)
+        if found is not None and found[0]:
+            out.append(f"{pod.metadata.namespace}/{found[0]}")
     return out
+
+
+def claim_of(pod: types_pb2.Pod, pc: types_pb2.PodResourceClaim) -> tuple[str, bool] | None:
+    """resourceclaim.Name: (the claim, whether the pod must own it), with "" for a template's
+    claim not created yet (ErrClaimNotFound); None when the entry needs no claim."""
+    try:
+        name, must_check_owner = pod_claim_name(pod, pc)
+    except ClaimNameError:
+        return "", True
+    return None if name is None else (name, must_check_owner)
 
 
 def _pod_template_keys(pod: types_pb2.Pod) -> list[str]:
@@ -265,7 +278,7 @@ class ResourceClaimController:
 
     def _on_pod(self, pod: types_pb2.Pod, *, deleted: bool) -> None:
         """enqueuePod: a pod done or gone releases its claims; a live one may need some."""
-        if not pod.spec.resource_claims:
+        if not uses_claims(pod):
             return
         if deleted:
             self._deleted_pods[pod.metadata.uid] = None
@@ -332,10 +345,10 @@ class ResourceClaimController:
         if not pod.spec.node_name:
             return  # the scheduler reserves the claims of the pods it schedules
         for pc in pod.spec.resource_claims:
-            try:
-                cname, check_owner = claim_name(pod, pc)
-            except ClaimNotNeeded:
+            found = claim_of(pod, pc)
+            if found is None:
                 continue
+            cname, check_owner = found
             cname = cname or new_claims.get(pc.name, "")
             claim = self._claims.lister.get(cname, namespace) if cname else None
             if claim is None:
@@ -352,10 +365,10 @@ class ResourceClaimController:
     async def _handle_claim(self, pod: types_pb2.Pod, pc: types_pb2.PodResourceClaim) -> str | None:
         """handleClaim: the name of the claim created (or found orphaned) for a template
         entry that the pod's status does not record yet; None when there is nothing to do."""
-        try:
-            cname, must_check_owner = claim_name(pod, pc)
-        except ClaimNotNeeded:
+        found = claim_of(pod, pc)
+        if found is None:
             return None
+        cname, must_check_owner = found
         ns = pod.metadata.namespace
         if cname:
             claim = self._claims.lister.get(cname, ns)

@@ -6,7 +6,8 @@ created until every claim is prepared. Each sync (PodSyncer) calls `prepare_reso
 fetches each claim from the apiserver, as upstream does, and requires of it:
 
 - its name known (a template's claim is recorded in status.resourceClaimStatuses by the
-  resourceclaim controller): "prepare resource claim: ResourceClaim not created yet";
+  resourceclaim controller): 'prepare resource claim: pod "ns/name": ResourceClaim not
+  created yet';
 - that it exists: "fetch ResourceClaim <name>: ...";
 - a generated claim owned by the pod;
 - the pod in status.reservedFor (the scheduler writes it with the allocation): "pod <name>
@@ -21,19 +22,23 @@ one after the other, takes the sum of their `kubelet.kemu.io/prepare-delay` on t
 clock, and the containers start after the pod's start-up delay from its end. When the pod
 stops, `unprepare_resources` (NodeUnprepareResources) releases them at once.
 
-Metric: dra_operations_duration_seconds{operation_name, is_error} (PrepareResources: the
-simulated duration; UnprepareResources: 0).
+Metrics: dra_operations_duration_seconds{operation_name, is_error} (PrepareResources: the
+simulated duration; UnprepareResources: 0) and dra_resource_claims_in_use{driver_name}.
 
 Not modelled: the container statuses' allocatedResourcesStatus (gate ResourceHealthStatus,
-alpha, off by default) and CDI devices.
+alpha since 1.31, off by default upstream; kemu does not have it) and CDI devices.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Final
 
 from prometheus_client import CollectorRegistry, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 
 from kemu.api.v1 import types_pb2
 from kemu.client.events import EventRecorder
@@ -41,13 +46,15 @@ from kemu.client.interface import ApiClient
 from kemu.machinery.errors import ApiError
 from kemu.machinery.kinds import EVENT_WARNING
 from kemu.machinery.resourceclaim import (
-    CLAIM_NOT_CREATED,
-    ClaimNotNeeded,
-    claim_name,
+    ClaimNameError,
+    extended_resource_claim_name,
     is_for_pod,
     is_reserved_for_pod,
+    not_for_pod_message,
+    pod_claim_name,
 )
 from kubelet.dra_slice_file import DraDrivers
+from kubelet.runtime import PodRuntime
 
 logger = logging.getLogger(__name__)
 
@@ -60,8 +67,72 @@ PREPARE_RESOURCES: Final = "PrepareResources"
 UNPREPARE_RESOURCES: Final = "UnprepareResources"
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """What PrepareResources did for a pod."""
+
+    delay: float
+    """How long the drivers' NodePrepareResources take, one after the other."""
+    claims: dict[str, list[str]]
+    """The pod's claims by uid, each with the drivers of its devices."""
+
+
+ANY_DRIVER: Final = "<any>"
+
+
+class ClaimsInUseCollector(Collector):
+    """dra_resource_claims_in_use (upstream's claimInfoCollector, kubelet 1.34+): the claims
+    prepared for the active pods of these nodes, by driver and across all drivers (`<any>`),
+    each claim counted once however many pods share it."""
+
+    def __init__(self, runtimes: Callable[[], Iterable[PodRuntime]]) -> None:
+        self._runtimes = runtimes
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily(
+            "dra_resource_claims_in_use",
+            "The number of ResourceClaims that are currently in use on the node, by driver "
+            "name (driver_name label value) and across all drivers (special value <any> for "
+            "driver_name). Note that the sum of all by-driver counts is not the total number "
+            "of in-use ResourceClaims because the same ResourceClaim might use devices from "
+            "different drivers. Instead, use the count for the <any> driver_name.",
+            labels=("driver_name",),
+        )
+        in_use: dict[str, list[str]] = {}
+        for rt in self._runtimes():
+            if rt.active and rt.prepared_at is not None:
+                in_use.update(rt.prepared_claims)
+        by_driver: dict[str, int] = {}
+        for drivers in in_use.values():
+            for d in drivers:
+                by_driver[d] = by_driver.get(d, 0) + 1
+        family.add_metric((ANY_DRIVER,), len(in_use))
+        for d, n in sorted(by_driver.items()):
+            family.add_metric((d,), n)
+        yield family
+
+
 class PrepareError(Exception):
     """The pod's claims cannot be prepared yet; the message is upstream's."""
+
+
+def _pod_claims(pod: types_pb2.Pod) -> list[tuple[str, bool]]:
+    """(claim name, whether the pod must own it) of every claim the pod's sandbox needs: its
+    spec.resourceClaims (an entry that needs none skipped) and the claim of its DRA-backed
+    extended resources, which the scheduler created for it; PrepareError while a template's
+    claim is not created yet."""
+    out = []
+    for pc in pod.spec.resource_claims:
+        try:
+            name, must_check_owner = pod_claim_name(pod, pc)
+        except ClaimNameError as e:
+            raise PrepareError(f"prepare resource claim: {e}") from None
+        if name is not None:
+            out.append((name, must_check_owner))
+    extended = extended_resource_claim_name(pod)
+    if extended:
+        out.append((extended, True))
+    return out
 
 
 class DraManager:
@@ -93,11 +164,11 @@ class DraManager:
             )
         )
 
-    async def prepare_resources(self, pod: types_pb2.Pod) -> float:
-        """How long the drivers' NodePrepareResources take for the pod's claims;
-        PrepareError (its event recorded) while they cannot be prepared."""
+    async def prepare_resources(self, pod: types_pb2.Pod) -> Prepared:
+        """The pod's claims as the drivers prepare them; PrepareError (its event recorded)
+        while they cannot be prepared."""
         try:
-            delay = await self._prepare(pod)
+            prepared = await self._prepare(pod)
         except PrepareError as e:
             self._observe(PREPARE_RESOURCES, 0.0, error=True)
             if self._recorder is not None:
@@ -109,28 +180,20 @@ class DraManager:
                     f"Failed to prepare dynamic resources: {e}",
                 )
             raise
-        self._observe(PREPARE_RESOURCES, delay, error=False)
-        return delay
+        self._observe(PREPARE_RESOURCES, prepared.delay, error=False)
+        return prepared
 
-    async def _prepare(self, pod: types_pb2.Pod) -> float:
+    async def _prepare(self, pod: types_pb2.Pod) -> Prepared:
         meta = pod.metadata
         drivers: set[str] = set()
-        for pc in pod.spec.resource_claims:
-            try:
-                name, must_check_owner = claim_name(pod, pc)
-            except ClaimNotNeeded:
-                continue
-            if not name:
-                raise PrepareError(f"prepare resource claim: {CLAIM_NOT_CREATED}")
+        claims: dict[str, list[str]] = {}
+        for name, must_check_owner in _pod_claims(pod):
             try:
                 claim = await self._client.get(types_pb2.ResourceClaim, name, meta.namespace)
             except ApiError as e:
                 raise PrepareError(f"fetch ResourceClaim {name}: {e}") from None
             if must_check_owner and not is_for_pod(pod, claim):
-                raise PrepareError(
-                    f"PodResourceClaim {pc.name}: ResourceClaim {name} was not created for "
-                    f"pod {meta.namespace}/{meta.name} (pod is not owner)"
-                )
+                raise PrepareError(not_for_pod_message(pod, claim))
             if not is_reserved_for_pod(pod, claim):
                 raise PrepareError(
                     f"pod {meta.name} ({meta.uid}) is not allowed to use ResourceClaim "
@@ -140,6 +203,9 @@ class DraManager:
                 if self._drivers.driver(result.driver) is None:
                     raise PrepareError(f"DRA driver {result.driver} is not registered")
                 drivers.add(result.driver)
+            claims[claim.metadata.uid] = sorted(
+                {r.driver for r in claim.status.allocation.devices.results}
+            )
         delay = 0.0
         for name in sorted(drivers):
             driver = self._drivers.driver(name)
@@ -152,7 +218,7 @@ class DraManager:
             ", ".join(sorted(drivers)) or "none",
             delay,
         )
-        return delay
+        return Prepared(delay, claims)
 
     def unprepare_resources(self, key: str) -> None:
         """NodeUnprepareResources for pod `key` (namespace/name), which stopped: nothing is

@@ -40,13 +40,19 @@ from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.keys import revision_of
 from kemu.machinery.kinds import EVENT_WARNING
 from kemu.machinery.pod_strategy import TERMINAL_PHASES, spec_grace_seconds
+from kemu.machinery.resourceclaim import uses_claims
 from kubelet.admission import admit_pod
 from kubelet.allocation import (
     AllocationManager,
     AllocationOptions,
     held_by_others,
 )
-from kubelet.dra_manager import PREPARE_RETRY_PERIOD, DraManager, PrepareError
+from kubelet.dra_manager import (
+    PREPARE_RETRY_PERIOD,
+    ClaimsInUseCollector,
+    DraManager,
+    PrepareError,
+)
 from kubelet.dra_slice_file import NO_DRIVERS, DraDrivers
 from kubelet.pod_manager import NodePods
 from kubelet.preemption import (
@@ -169,12 +175,13 @@ class PodSyncer:
         begins now (kubelet.dra_manager); while the claims are not ready the pod waits and
         is synced again later (or at a change of one of its claims)."""
         try:
-            delay = await self._dra.prepare_resources(pod)
+            prepared = await self._dra.prepare_resources(pod)
         except PrepareError as e:
             logger.info("pod %s: waiting for its ResourceClaims: %s", rt.key, e)
             self._queue.add_after(rt.uid, PREPARE_RETRY_PERIOD)
             return
-        rt.prepared_at = now + delay
+        rt.prepared_at = now + prepared.delay
+        rt.prepared_claims = prepared.claims
         node.save()
         self._update_runtime(node, pod, rt, now)
 
@@ -275,6 +282,12 @@ class PodWorkers:
             shutdown_duration=self.options.shutdown_duration,
             dra=DraManager(client, dra_drivers, recorder=recorder, registry=registry),
         )
+        if registry is not None:
+            registry.register(
+                ClaimsInUseCollector(
+                    lambda: (rt for n in self.nodes.values() for rt in n.runtimes.values())
+                )
+            )
         self._started = False
         self.syncs = 0
 
@@ -369,7 +382,7 @@ class PodWorkers:
             on_failure=self._admission_handler(node),
             counting=self.options.counting,
         )
-        if rt.state == PodState.STARTING and pod.spec.resource_claims:
+        if rt.state == PodState.STARTING and uses_claims(pod):
             rt.state = PodState.PREPARING  # its sandbox waits for its claims (DRA)
         node.runtimes[rt.uid] = rt
         if rt.state == PodState.REJECTED:

@@ -181,6 +181,8 @@ class PodRuntime:
     prepared_at: float | None = None
     """DRA: when its claims' NodePrepareResources completes (None: not begun); its claims
     stay prepared until the pod stops (kubelet.dra_manager)."""
+    prepared_claims: dict[str, list[str]] = field(default_factory=dict)
+    """DRA: the claims prepared for it, by uid, each with its devices' drivers."""
 
     def restart_container(self, name: str, now: float) -> None:
         """The container was killed and started again (kubelet.resize_action)."""
@@ -264,6 +266,8 @@ class PodRuntime:
             data["podIP"] = self.pod_ip
         if self.prepared_at is not None:
             data["preparedAt"] = self.prepared_at
+        if self.prepared_claims:
+            data["preparedClaims"] = {k: list(v) for k, v in self.prepared_claims.items()}
         return data
 
     @classmethod
@@ -310,6 +314,9 @@ class PodRuntime:
             restarted_at={k: float(v) for k, v in dict(data.get("restartedAt", {})).items()},
             pod_ip=str(data.get("podIP", "")),
             prepared_at=opt_float("preparedAt"),
+            prepared_claims={
+                str(k): [str(d) for d in v] for k, v in dict(data.get("preparedClaims", {})).items()
+            },
         )
 
 

@@ -132,6 +132,56 @@ def _rejected_status(status: types_pb2.PodStatus, rt: PodRuntime) -> None:
     _drop_conditions(status, KUBELET_CONDITIONS)
 
 
+def _preparing_status(
+    status: types_pb2.PodStatus,
+    pod: types_pb2.Pod,
+    rt: PodRuntime,
+    now: float,
+    options: StatusOptions,
+) -> None:
+    """A pod whose sandbox waits for its ResourceClaims (kubelet.dra_manager): Pending, no
+    sandbox (PodReadyToStartContainers False), its containers Waiting ContainerCreating (init
+    containers first: PodInitializing), as upstream's generateAPIPodStatus reports a pod whose
+    SyncPod fails before the sandbox."""
+    status.start_time.CopyFrom(timestamp(rt.admitted_at))
+    status.phase = "Pending"
+    status.reason = ""
+    status.message = ""
+    inits = [c.name for c in pod.spec.init_containers]
+    apps = [c.name for c in pod.spec.containers]
+    gate, generation = options.observed_generation, pod.metadata.generation
+    for type_, value, why, message in (
+        ("PodScheduled", "True", "", ""),
+        ("PodReadyToStartContainers", "False", "", ""),
+        (
+            ("Initialized", "False", "ContainersNotInitialized", _unready(inits, "incomplete"))
+            if inits
+            else ("Initialized", "True", "", "")
+        ),
+        ("Ready", "False", "ContainersNotReady", _unready(apps, "unready")),
+        ("ContainersReady", "False", "ContainersNotReady", _unready(apps, "unready")),
+    ):
+        observed = condition_observed_generation(status, type_, generation, tracking=gate)
+        condition = types_pb2.PodCondition(
+            type=type_, status=value, reason=why, message=message, observed_generation=observed
+        )
+        update_pod_condition(status, condition, now)
+    _set_addresses(status, pod, rt, options)
+    waiting = "PodInitializing" if inits else "ContainerCreating"
+    for field, containers, reason in (
+        (status.init_container_statuses, pod.spec.init_containers, "PodInitializing"),
+        (status.container_statuses, pod.spec.containers, waiting),
+    ):
+        del field[:]
+        for c in containers:
+            cs = field.add(name=c.name, image=c.image, ready=False, started=False)
+            cs.state.waiting.reason = reason
+
+
+def _unready(names: list[str], what: str) -> str:
+    return f"containers with {what} status: [{' '.join(names)}]"
+
+
 @dataclass(frozen=True)
 class StatusOptions:
     """What the kubelet's version and gates make it report."""
@@ -322,6 +372,8 @@ def build_status(
     status.observed_generation = status_observed_generation(pod, gate=options.observed_generation)
     if rt.state == PodState.REJECTED:
         _rejected_status(status, rt)
+    elif rt.state == PodState.PREPARING:
+        _preparing_status(status, pod, rt, now, options)
     else:
         _admitted_status(status, pod, rt, now, options)
         if preempted(rt):
@@ -348,7 +400,12 @@ class StatusManager:
     @staticmethod
     def reports(rt: PodRuntime) -> bool:
         """Whether a pod in rt's state has a status to report."""
-        if rt.state in (PodState.RUNNING, PodState.SUCCEEDED, PodState.REJECTED) or preempted(rt):
+        if rt.state in (
+            PodState.PREPARING,
+            PodState.RUNNING,
+            PodState.SUCCEEDED,
+            PodState.REJECTED,
+        ) or preempted(rt):
             return True
         # A terminated pod whose containers ran reports how they ended, just before it goes.
         return rt.state == PodState.TERMINATED and rt.started_at is not None

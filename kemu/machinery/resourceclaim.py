@@ -1,8 +1,7 @@
 """A pod's ResourceClaims as every component reads them (upstream
-staging/src/k8s.io/dynamic-resource-allocation/resourceclaim/resourceclaim.go: Name, IsForPod,
-IsReservedForPod, CanBeReserved): the claim an entry of `spec.resourceClaims` names, whether the
-pod owns it, whether it is reserved for the pod; shared by the scheduler, the resourceclaim
-controller, the kubelet and the autoscaler.
+staging/src/k8s.io/dynamic-resource-allocation/resourceclaim/resourceclaim.go): the claim
+an entry of `spec.resourceClaims` names, whether the pod owns it, whether it is reserved for
+the pod.
 """
 
 from __future__ import annotations
@@ -12,35 +11,11 @@ from typing import Final
 from kemu.api.v1 import types_pb2
 from kemu.machinery.keys import object_key
 
-RESERVED_FOR_MAX_SIZE: Final = 256
-"""ResourceClaimReservedForMaxSize."""
-POD_CLAIM_NAME_ANNOTATION: Final = "resource.kubernetes.io/pod-claim-name"
-DELETE_PROTECTION_FINALIZER: Final = "resource.kubernetes.io/delete-protection"
-"""resourceapi.Finalizer: the scheduler's, added before it writes an allocation."""
-CLAIM_NOT_CREATED: Final = "ResourceClaim not created yet"
-"""ErrClaimNotFound's text."""
-
-
-class ClaimNotNeeded(Exception):
-    """Name's nil: the pod's status says no claim is needed for the entry."""
+RESERVED_FOR_MAX_SIZE: Final = 256  # resourceapi.ResourceClaimReservedForMaxSize
 
 
 class ClaimNameError(Exception):
     """A `spec.resourceClaims` entry whose claim cannot be named yet (upstream's messages)."""
-
-
-def claim_name(pod: types_pb2.Pod, pod_claim: types_pb2.PodResourceClaim) -> tuple[str, bool]:
-    """Name: the claim an entry uses and whether the pod must own it; "" when a template's
-    claim is not recorded in status.resourceClaimStatuses yet (ErrClaimNotFound);
-    ClaimNotNeeded when the status says none is needed."""
-    if pod_claim.HasField("resource_claim_name"):
-        return pod_claim.resource_claim_name, False
-    for status in pod.status.resource_claim_statuses:
-        if status.name == pod_claim.name:
-            if not status.HasField("resource_claim_name"):
-                raise ClaimNotNeeded(pod_claim.name)
-            return status.resource_claim_name, True
-    return "", True
 
 
 def pod_claim_name(pod: types_pb2.Pod, ref: types_pb2.PodResourceClaim) -> tuple[str | None, bool]:
@@ -55,7 +30,7 @@ def pod_claim_name(pod: types_pb2.Pod, ref: types_pb2.PodResourceClaim) -> tuple
                 if status.HasField("resource_claim_name"):
                     return status.resource_claim_name, True
                 return None, False
-        raise ClaimNameError(f'pod "{object_key(pod)}": {CLAIM_NOT_CREATED}')
+        raise ClaimNameError(f'pod "{object_key(pod)}": ResourceClaim not created yet')
     raise ClaimNameError(
         f'pod "{object_key(pod)}", spec.resourceClaim "{ref.name}": '
         "none of the supported fields are set"
@@ -83,3 +58,25 @@ def is_reserved_for_pod(pod: types_pb2.Pod, claim: types_pb2.ResourceClaim) -> b
 def can_be_reserved(claim: types_pb2.ResourceClaim) -> bool:
     """Structured claims are always shareable: room in reservedFor is enough (CanBeReserved)."""
     return len(claim.status.reserved_for) < RESERVED_FOR_MAX_SIZE
+
+
+# The resourceclaim controller's and the kubelet's (wave/dra-node).
+
+POD_CLAIM_NAME_ANNOTATION: Final = "resource.kubernetes.io/pod-claim-name"
+"""On a claim generated from a template: the name of the pod's entry it is for."""
+DELETE_PROTECTION_FINALIZER: Final = "resource.kubernetes.io/delete-protection"
+"""resourceapi.Finalizer: the scheduler's, added before it writes an allocation."""
+
+
+def extended_resource_claim_name(pod: types_pb2.Pod) -> str:
+    """The claim the scheduler created for the pod's extended resources backed by DRA
+    (DRAExtendedResource: status.extendedResourceClaimStatus), or ""."""
+    if not pod.status.HasField("extended_resource_claim_status"):
+        return ""
+    return pod.status.extended_resource_claim_status.resource_claim_name
+
+
+def uses_claims(pod: types_pb2.Pod) -> bool:
+    """Whether the pod's sandbox needs prepared claims: spec.resourceClaims, or the claim of
+    its DRA-backed extended resources."""
+    return bool(pod.spec.resource_claims) or bool(extended_resource_claim_name(pod))

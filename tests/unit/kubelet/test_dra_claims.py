@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import anyio
 import pytest
+from prometheus_client import CollectorRegistry
 
 from kemu.api.v1 import types_pb2
 from kemu.client.fake import FakeClient
@@ -21,6 +22,7 @@ from kemu.component.runner import ComponentContext, run_component_async
 from kemu.testing.builders import make_pod
 from kemu.testing.fake_time import settle, wait_until
 from kubelet import app, options
+from kubelet.runtime import PodRuntime, PodState
 
 from .helpers import advance
 
@@ -51,6 +53,17 @@ spec:
 class Env:
     fake: FakeClient
     clock: FakeClock
+    registry: CollectorRegistry
+
+    def operations(self, name: str, *, error: bool = False) -> float:
+        value = self.registry.get_sample_value(
+            "dra_operations_duration_seconds_count",
+            {"operation_name": name, "is_error": str(error).lower()},
+        )
+        return value or 0.0
+
+    def in_use(self, driver: str) -> float | None:
+        return self.registry.get_sample_value("dra_resource_claims_in_use", {"driver_name": driver})
 
 
 @asynccontextmanager
@@ -81,7 +94,7 @@ async def kubelet(tmp_path) -> AsyncIterator[Env]:
             if box[0].checks.is_ready():
                 break
             await advance(clock, 0.01, step=0.01)
-        yield Env(fake, clock)
+        yield Env(fake, clock, box[0].registry)
         box[0].request_stop()
 
 
@@ -122,7 +135,13 @@ async def test_a_pod_waits_for_its_claim_then_for_the_drivers_prepare_delay(tmp_
         spec.spec.resource_claims.add(name="gpu", resource_claim_name="c")
         pod = await env.fake.create(spec)
         await advance(env.clock, 3)
-        assert await phase(env, "p") == ""
+        waiting = await env.fake.get(types_pb2.Pod, "p", "default")
+        assert waiting.status.phase == "Pending"
+        (cs,) = waiting.status.container_statuses
+        assert cs.state.waiting.reason == "ContainerCreating"  # kubectl: ContainerCreating
+        conditions = {c.type: (c.status, c.reason) for c in waiting.status.conditions}
+        assert conditions["PodReadyToStartContainers"] == ("False", "")
+        assert conditions["Ready"] == ("False", "ContainersNotReady")
         events = (await env.fake.list(types_pb2.Event, "default")).items
         assert any(
             e.reason == "FailedPrepareDynamicResources"
@@ -134,12 +153,20 @@ async def test_a_pod_waits_for_its_claim_then_for_the_drivers_prepare_delay(tmp_
         await settle()
         start = env.clock.now()
         await advance(env.clock, 2.0, step=0.25)
-        assert await phase(env, "p") == ""  # prepared at +2 s, containers at +2.5 s
+        assert await phase(env, "p") == "Pending"  # prepared at +2 s, containers at +2.5 s
         await advance(env.clock, 0.75, step=0.25)
         got = await env.fake.get(types_pb2.Pod, "p", "default")
         assert got.status.phase == "Running"
         started = got.status.container_statuses[0].state.running.started_at.ToNanoseconds() / 1e9
         assert 2.5 <= started - start <= 2.75 + 1e-3
+        assert env.operations("PrepareResources") == 1
+        assert env.operations("PrepareResources", error=True) >= 1
+        assert env.operations("UnprepareResources") == 0
+        assert env.in_use("gpu.example.com") == env.in_use("<any>") == 1
+        await env.fake.delete(types_pb2.Pod, "p", "default", grace_period_seconds=0)
+        await advance(env.clock, 1)
+        assert env.operations("UnprepareResources") == 1
+        assert env.in_use("<any>") == 0
 
 
 async def test_an_unknown_driver_is_not_registered(tmp_path):
@@ -157,7 +184,7 @@ async def test_an_unknown_driver_is_not_registered(tmp_path):
         await advance(env.clock, 1)
         events = (await env.fake.list(types_pb2.Event, "default")).items
         assert any("DRA driver other.example.com is not registered" in e.message for e in events)
-        assert await phase(env, "p") == ""
+        assert await phase(env, "p") == "Pending"
 
 
 async def test_the_driver_sets_or_fails_binding_conditions_after_its_delay(tmp_path):
@@ -179,3 +206,32 @@ async def test_the_driver_sets_or_fails_binding_conditions_after_its_delay(tmp_p
         bad = await env.fake.get(types_pb2.ResourceClaim, "bad", "default")
         (dev,) = bad.status.devices
         assert [(c.type, c.status) for c in dev.conditions] == [("AttachFailed", "True")]
+
+
+async def test_the_claim_of_dra_backed_extended_resources_is_prepared_too(tmp_path):
+    """S-DRA-NODE-6: a pod whose extended resources the scheduler backed with a claim
+    (status.extendedResourceClaimStatus, DRAExtendedResource) waits for that claim too."""
+    async with kubelet(tmp_path) as env:
+        spec = make_pod("p").node("n1").obj()
+        spec.status.extended_resource_claim_status.resource_claim_name = "p-extended-resources"
+        pod = await env.fake.create(spec)
+        c = claim("p-extended-resources")
+        ref = c.metadata.owner_references.add(
+            api_version="v1", kind="Pod", name="p", uid=pod.metadata.uid
+        )
+        ref.controller = True
+        await env.fake.create(c)
+        await advance(env.clock, 1)
+        assert await phase(env, "p") == "Pending"
+        await allocate(env, "p-extended-resources", "gpu-2", pod=pod)
+        await advance(env.clock, 3)
+        assert await phase(env, "p") == "Running"
+
+
+def test_a_preparing_pod_is_checkpointed_with_its_claims():
+    rt = PodRuntime("u", "default", "p", PodState.PREPARING, admitted_at=1.0, start_at=1.5)
+    rt.prepared_at = 3.0
+    rt.prepared_claims = {"claim-uid": ["gpu.example.com"]}
+    back = PodRuntime.from_json(rt.to_json())
+    assert back == rt
+    assert back.next_deadline() == 3.0

@@ -12,12 +12,14 @@ import pytest
 
 from kemu.api.v1 import types_pb2
 from kemu.client.fake import FakeClient
+from kemu.client.informer import InformerFactory
 from kemu.component.clock import FakeClock
 from kemu.component.options import ComponentOptions
 from kemu.component.runner import ComponentContext, run_component_async
 from kemu.testing.fake_time import wait_until
 from kubelet import app, options
 from kubelet.dra_slice_file import parse_slice_file, slices_for_node
+from kubelet.resourceslice_controller import ResourceSlicePublisher
 from kubelet.settings import KubeletSettings
 
 from .helpers import advance
@@ -235,3 +237,47 @@ async def test_hollow_nodes_publish_their_pools_and_again_for_a_new_node(tmp_pat
         assert len(got) == 3
         assert {x.spec.pool.generation for x in await slices("h-1")} == {1}
         ctx.request_stop()
+
+
+async def _published(
+    fake: FakeClient, clock: FakeClock, text: str, node: types_pb2.Node
+) -> list[types_pb2.ResourceSlice]:
+    """One publisher's sync of `node` for the drivers of `text` (a kubelet (re)starting)."""
+    informers = InformerFactory(fake, clock=clock)
+    slices = informers.informer(types_pb2.ResourceSlice)
+    publisher = ResourceSlicePublisher(fake, parse_slice_file(text), slices, clock=clock)
+    async with anyio.create_task_group() as tg:
+        informers.start(tg)
+        await informers.wait_for_cache_sync()
+        publisher.node_changed(node)
+        await publisher.sync(node.metadata.name)
+        tg.cancel_scope.cancel()
+    return list((await fake.list(types_pb2.ResourceSlice)).items)
+
+
+async def test_a_restarted_kubelet_rewrites_a_pool_only_when_it_changed():
+    """S-DRA-NODE-1: the same file again writes nothing; a changed one rewrites the pool at
+    the next generation, in place, and deletes the slices it no longer has; a driver the file
+    no longer names loses its slices."""
+    clock = FakeClock()
+    fake = FakeClient(clock=clock)
+    node = types_pb2.Node()
+    node.metadata.name = "n1"
+    node = await fake.create(node)
+    first = await _published(fake, clock, GPU, node)
+    assert len(first) == 3
+    again = await _published(fake, clock, GPU, node)
+    assert {(s.metadata.name, s.metadata.resource_version) for s in again} == {
+        (s.metadata.name, s.metadata.resource_version) for s in first
+    }
+    changed = GPU.replace("name: gpu-1", "name: gpu-9").replace(
+        "kubelet.kemu.io/binding-failure-devices: gpu-1",
+        "kubelet.kemu.io/binding-failure-devices: gpu-9",
+    )
+    nic_gone = changed.split("---")[0]
+    after = await _published(fake, clock, nic_gone, node)
+    assert [s.spec.driver for s in after] == ["gpu.example.com"]
+    (gpu,) = after
+    assert gpu.metadata.name in {s.metadata.name for s in first}  # updated in place
+    assert gpu.spec.pool.generation == 2
+    assert [d.name for d in gpu.spec.devices] == ["gpu-0", "gpu-9"]
