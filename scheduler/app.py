@@ -54,8 +54,8 @@ from kemu.scheduling.config import (
     KubeSchedulerConfiguration,
 )
 from kemu.scheduling.deferred import resize_preemption_enabled
+from kemu.scheduling.dra_manager import DRA_KINDS, DraManager
 from kemu.scheduling.interface import SCHEDULER_POD_FIELD_SELECTOR, ObjectLister
-from kemu.scheduling.plugins.dra_manager import DRA_KINDS
 from kemu.scheduling.plugins.registry import Registry
 from kemu.scheduling.plugins.volumes import STORAGE_KINDS
 from kemu.scheduling.pod_group_state import GroupMembership, MembershipField, PodGroupStates
@@ -175,7 +175,9 @@ class _Informers:
         # served, DeviceTaintRules; their changes requeue the pods waiting for devices
         # (EventHandlers.register_dra).
         dra: list[Informer[Message]] = []
-        if ctx.gates.enabled(DYNAMIC_RESOURCE_ALLOCATION):
+        # (resource.k8s.io is served from 1.34, v1: kemu.machinery.kinds; earlier versions'
+        # v1beta* are not emulated, so an older scheduler with the gate forced on reads none.)
+        if ctx.gates.enabled(DYNAMIC_RESOURCE_ALLOCATION) and ctx.gates.version >= Version(1, 34):
             dra = [factory.informer(kind) for kind in DRA_KINDS]
             if ctx.gates.enabled(DRA_DEVICE_TAINT_RULES) and ctx.gates.version >= Version(1, 37):
                 dra.append(factory.informer(types_pb2.DeviceTaintRule))
@@ -205,6 +207,15 @@ def new_frameworks(
     host = socket.gethostname()
     rng = random.Random(settings.seed)
     waiting_pods = WaitingPodsMap()
+    # DRA: one view of the claims (assumed, in flight), slices and classes for every profile.
+    dra_manager = (
+        DraManager.of(
+            informers.factory,
+            taint_rules=any(i.kind is types_pb2.DeviceTaintRule for i in informers.dra),
+        )
+        if informers.dra
+        else None
+    )
     observe = observer_from_histogram(metrics.framework_extension_point_duration)
     executor = functools.partial(
         Executor, client=client, pod_lister=informers.pods.lister, metrics=metrics
@@ -230,6 +241,7 @@ def new_frameworks(
                     rng=rng,
                     preemption_executor=executor,
                     pod_group_states=pod_groups,
+                    dra_manager=dra_manager,
                 ),
             )
             for profile in settings.config.profiles

@@ -40,6 +40,7 @@ from kemu.scheduling.types import (
 if TYPE_CHECKING:
     from kemu.component.clock import Clock
     from kemu.component.featuregate import FeatureGates
+    from kemu.scheduling.dra_manager import DraManager
     from kemu.scheduling.pod_group_state import PodGroupKey, PodGroupStates
     from kemu.scheduling.preemption import Candidate
 
@@ -936,6 +937,11 @@ class Handle(Protocol):
         ...
 
     def iterate_over_waiting_pods(self) -> Iterable[WaitingPod]: ...
+
+    def shared_dra_manager(self) -> DraManager | None:
+        """The scheduler's claims (assumed and in flight), slices and classes, shared by its
+        profiles (upstream Handle.SharedDRAManager); None in simulations without one."""
+        ...
 
     def pod_group_states(self) -> PodGroupStates | None:
         """The scheduler's pod groups and their members (upstream 1.35's WorkloadManager,

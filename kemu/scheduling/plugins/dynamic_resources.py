@@ -45,12 +45,10 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from kemu.api.v1 import types_pb2
 from kemu.component.featuregate import (
     DRA_DEVICE_BINDING_CONDITIONS,
-    DRA_DEVICE_TAINT_RULES,
     DRA_RESOURCE_CLAIM_DEVICE_STATUS,
     DRA_SCHEDULER_FILTER_TIMEOUT,
     DYNAMIC_RESOURCE_ALLOCATION,
 )
-from kemu.component.version import Version
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.keys import object_key
 from kemu.machinery.resourceclaim import (
@@ -69,7 +67,8 @@ from kemu.scheduling.dra.allocator import (
     new_cel_cache,
 )
 from kemu.scheduling.dra.pools import FailedAllocationOnNode
-from kemu.scheduling.dra.taints import apply_taint_rules
+from kemu.scheduling.dra.taints import TaintedSlices
+from kemu.scheduling.dra_manager import DraManager
 from kemu.scheduling.events import (
     ActionType,
     ClusterEvent,
@@ -91,7 +90,6 @@ from kemu.scheduling.interface import (
     PreFilterPlugin,
     ReservePlugin,
 )
-from kemu.scheduling.plugins.dra_manager import DraManager
 from kemu.scheduling.plugins.helpers import NodeSelector, check_arg_keys, node_selector
 from kemu.scheduling.status import SKIP, SUCCESS, Status, as_error, unresolvable, unschedulable
 from kemu.scheduling.types import NodeInfo, PostFilterResult, PreFilterResult
@@ -225,6 +223,8 @@ class DynamicResources(
         # Selector results kept for the scheduler's lifetime (upstream: a 10-entry LRU of
         # compiled expressions; kemu.scheduling.dra.cel_cache says why kemu keeps more).
         self.cel_cache = new_cel_cache(self.features)
+        # Tainted slices stay the same objects across cycles (the allocator caches by slice).
+        self.tainted = TaintedSlices()
 
     def name(self) -> str:
         return NAME
@@ -303,7 +303,7 @@ class DynamicResources(
             )
             slices = self.manager.slices_list()
             if self.features.device_taints:
-                slices = apply_taint_rules(slices, self.manager.taint_rules_list())
+                slices = self.tainted.apply(slices, self.manager.taint_rules_list())
             s.allocator = Allocator(
                 self.features,
                 [claims[i] for i in s.to_allocate],
@@ -704,11 +704,11 @@ def new(args: PluginArgs, handle: Handle) -> DynamicResources:
             "1 second"
         )
     enabled = gates.enabled(DYNAMIC_RESOURCE_ALLOCATION)
-    manager = (
-        DraManager.of(handle, taint_rules=_taint_rules_served(handle))
-        if enabled
-        else DraManager.empty()
-    )
+    # The scheduler's manager; a simulation without one (the autoscaler's, until it has DRA)
+    # sees no claims, slices or classes: a pod with claims does not fit, others Skip. (No
+    # informers are asked for here: one started late would never sync.)
+    shared = handle.shared_dra_manager() if enabled else None
+    manager = shared if shared is not None else DraManager.empty()
     return DynamicResources(
         handle,
         manager,
@@ -716,9 +716,3 @@ def new(args: PluginArgs, handle: Handle) -> DynamicResources:
         binding_timeout=binding_timeout,
         filter_timeout=filter_timeout,
     )
-
-
-def _taint_rules_served(handle: Handle) -> bool:
-    """DeviceTaintRule is served at 1.37 with DRADeviceTaintRules (kemu.machinery.kinds)."""
-    gates = handle.gates
-    return gates.enabled(DRA_DEVICE_TAINT_RULES) and gates.version >= Version(1, 37)

@@ -31,7 +31,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     with Cluster(tmp_path_factory.mktemp("dra-scheduling")) as c:
         c.start_etcd()
         c.start_apiserver()
-        # Binding conditions time out after 3 s here (bindingTimeout, upstream's default 600 s).
+        # Binding conditions time out after 15 s here (bindingTimeout; upstream's default 600 s).
         config = c.root / "dra-scheduler.yaml"
         config.write_text(
             "apiVersion: kubescheduler.config.k8s.io/v1\n"
@@ -41,7 +41,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             "  pluginConfig:\n"
             "  - name: DynamicResources\n"
             "    args:\n"
-            "      bindingTimeout: 3s\n"
+            "      bindingTimeout: 15s\n"
         )
         c.start_scheduler(config=config)
         yield c
@@ -235,3 +235,53 @@ async def test_s_dra_sched_5_binding_failure_condition_fails_prebind(cluster: Cl
             return True
 
         await eventually(failed_and_retried, timeout=TIMEOUT)
+
+
+async def test_s_dra_sched_6_claim_from_a_template(cluster: Cluster) -> None:
+    """S-DRA-SCHED-6: a pod whose entry names a ResourceClaimTemplate waits at PreEnqueue until
+    its status.resourceClaimStatuses names the generated claim and that claim, owned by the
+    pod, exists (the resourceclaim controller's part, written here by the test); the pod's
+    update (UpdatePodGeneratedResourceClaim) and the claim's creation let it in, and it gets the
+    device."""
+    async with Scenario.open(cluster, "dra-6") as s:
+        n0 = await s.bare_node("n0", cpu="4", memory="8Gi", pods="10")
+        cls = await gpu_class(s)
+        await s.client.create(dra.resource_slice(n0, DRIVER, ["gpu-0"]))
+        p = s.pod("p").obj()
+        p.spec.resource_claims.add(name="gpu", resource_claim_template_name="gpu-template")
+        p.spec.containers[0].resources.claims.add(name="gpu")
+        created = await s.create(p)
+        generated = dra.claim(s.ns, "p-gpu-x7k2q", cls)
+        owner = generated.metadata.owner_references.add(
+            api_version="v1", kind="Pod", name="p", uid=created.metadata.uid
+        )
+        owner.controller = True
+        await s.client.create(generated)
+        assert not (await s.get("p")).spec.node_name
+        current = await s.get("p")
+        current.status.resource_claim_statuses.add(name="gpu", resource_claim_name="p-gpu-x7k2q")
+        await s.client.update_status(current)
+        assert await s.wait_bound("p", timeout=TIMEOUT) == n0
+        c = await claim_of(s, "p-gpu-x7k2q")
+        assert [r.name for r in c.status.reserved_for] == ["p"]
+
+
+async def test_s_dra_sched_7_two_pods_share_one_claim(cluster: Cluster) -> None:
+    """S-DRA-SCHED-7: two pods naming the same claim: the first allocates it; the second finds
+    it allocated, goes where its node selector points and is added to reservedFor (structured
+    claims are shareable up to 256 consumers)."""
+    async with Scenario.open(cluster, "dra-7") as s:
+        n0 = await s.bare_node("n0", cpu="4", memory="8Gi", pods="10")
+        await s.bare_node("n1", cpu="4", memory="8Gi", pods="10")
+        cls = await gpu_class(s)
+        await s.client.create(dra.resource_slice(n0, DRIVER, ["gpu-0"]))
+        await s.client.create(dra.claim(s.ns, "shared", cls))
+        await s.create(dra.with_claim(s.pod("a").obj(), "shared"))
+        assert await s.wait_bound("a", timeout=TIMEOUT) == n0
+        await s.create(dra.with_claim(s.pod("b").obj(), "shared"))
+        assert await s.wait_bound("b", timeout=TIMEOUT) == n0
+        c = await claim_of(s, "shared")
+        assert sorted(r.name for r in c.status.reserved_for) == ["a", "b"]
+        assert len(c.status.allocation.devices.results) == 1
+        [term] = c.status.allocation.node_selector.node_selector_terms
+        assert [(f.key, list(f.values)) for f in term.match_fields] == [("metadata.name", [n0])]

@@ -23,7 +23,7 @@ from typing import Final, Generic, TypeVar
 from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
-from kemu.scheduling.interface import Handle, ObjectLister
+from kemu.scheduling.interface import InformerFactory, ObjectLister
 from kemu.scheduling.plugins.volume_binder import AssumeCache
 
 M = TypeVar("M", bound=Message)
@@ -66,9 +66,8 @@ class DraManager:
         return cls(_EmptyLister(), _EmptyLister(), _EmptyLister())
 
     @classmethod
-    def of(cls, handle: Handle, *, taint_rules: bool) -> DraManager:
-        """From the handle's informers (empty listers without them: a simulation)."""
-        factory = handle.informer_factory()
+    def of(cls, factory: InformerFactory | None, *, taint_rules: bool) -> DraManager:
+        """From a process's informers (empty listers without them: a simulation)."""
         if factory is None:
             return cls.empty()
         return cls(
@@ -107,6 +106,7 @@ class DraManager:
         """Every claim whose devices are taken: allocated in the (assumed) claims, or in flight
         (upstream ListAllAllocatedDevices' input)."""
         by_uid: dict[str, types_pb2.ResourceClaim] = {}
+        self.claims.prune()  # assumptions of deleted claims go (list() only sees live ones)
         for claim in self.claims.list():
             if claim.status.HasField("allocation"):
                 by_uid[claim.metadata.uid] = claim
