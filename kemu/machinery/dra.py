@@ -116,27 +116,29 @@ def _requests_use(spec: pb.ResourceClaimSpec | None, field: str) -> bool:
 def drop_disabled_claim_spec_fields(
     spec: pb.ResourceClaimSpec, old: pb.ResourceClaimSpec | None, rules: DraRules
 ) -> None:
-    """resourceclaim (and resourceclaimtemplate) dropDisabledFields."""
+    """resourceclaim (and resourceclaimtemplate) dropDisabledFields. Only fields that are set
+    are touched (clearing inside an unset `exactly` would set it)."""
     requests = spec.devices.requests
+    exact = [r.exactly for r in requests if r.HasField("exactly")]
+    subs = [s for r in requests for s in r.first_available]
     if not rules.prioritized_list and not _requests_use(old, "first_available"):
         for r in requests:
-            del r.first_available[:]
+            if r.first_available:
+                del r.first_available[:]
+        subs = []
+    both: list[pb.ExactDeviceRequest | pb.DeviceSubRequest] = [*exact, *subs]
     if not rules.admin_access and not _requests_use(old, "admin_access"):
-        for r in requests:
-            r.exactly.ClearField("admin_access")
+        for e in exact:
+            e.ClearField("admin_access")
     if not rules.device_taints and not _requests_use(old, "tolerations"):
-        for r in requests:
-            del r.exactly.tolerations[:]
-            for s in r.first_available:
-                del s.tolerations[:]
+        for req in both:
+            if req.tolerations:
+                del req.tolerations[:]
     if not rules.consumable_capacity and not _requests_use(old, "capacity"):
-        for r in requests:
-            r.exactly.ClearField("capacity")
-            for s in r.first_available:
-                s.ClearField("capacity")
+        for req in both:
+            req.ClearField("capacity")
         for c in spec.devices.constraints:
             c.ClearField("distinct_attribute")
-    # An `exactly` emptied by the drops above stays set only if it was sent.
 
 
 def _results(status: pb.ResourceClaimStatus | None) -> list[pb.DeviceRequestAllocationResult]:
@@ -156,13 +158,16 @@ def drop_disabled_claim_status_fields(
             r.ClearField("admin_access")
     if not rules.device_taints and not any(r.tolerations for r in old_results):
         for r in results:
-            del r.tolerations[:]
+            if r.tolerations:
+                del r.tolerations[:]
     if not rules.binding_conditions and not any(
         r.binding_conditions or r.binding_failure_conditions for r in old_results
     ):
         for r in results:
-            del r.binding_conditions[:]
-            del r.binding_failure_conditions[:]
+            if r.binding_conditions:
+                del r.binding_conditions[:]
+            if r.binding_failure_conditions:
+                del r.binding_failure_conditions[:]
         if status.HasField("allocation") and not (
             old is not None and old.allocation.HasField("allocation_timestamp")
         ):
@@ -173,7 +178,7 @@ def drop_disabled_claim_status_fields(
         for r in results:
             r.ClearField("share_id")
             r.consumed_capacity.clear()
-    if not rules.device_status and not (old is not None and old.devices):
+    if not rules.device_status and not (old is not None and old.devices) and status.devices:
         del status.devices[:]
     # dropDeallocatedStatusDevices: a device no longer allocated loses its status entry.
     if old is not None and old.devices and status.devices:
@@ -235,19 +240,22 @@ def drop_disabled_slice_fields(
     devices = spec.devices
     if not rules.device_taints and not _slice_uses(old, "taints"):
         for d in devices:
-            del d.taints[:]
+            if d.taints:
+                del d.taints[:]
     if not rules.partitionable_devices and not _slice_uses(old, "partitionable"):
-        del spec.shared_counters[:]
+        if spec.shared_counters:
+            del spec.shared_counters[:]
         spec.ClearField("per_device_node_selection")
         for d in devices:
-            del d.consumes_counters[:]
+            if d.consumes_counters:
+                del d.consumes_counters[:]
             for f in ("node_name", "node_selector", "all_nodes"):
                 d.ClearField(f)
     if not rules.binding_conditions and not _slice_uses(old, "binding"):
         for d in devices:
             d.ClearField("binds_to_node")
-            del d.binding_conditions[:]
-            del d.binding_failure_conditions[:]
+            d.ClearField("binding_conditions")
+            d.ClearField("binding_failure_conditions")
     if not rules.consumable_capacity and not _slice_uses(old, "consumable"):
         for d in devices:
             d.ClearField("allow_multiple_allocations")
@@ -270,9 +278,11 @@ def drop_disabled_pod_fields(spec: pb.PodSpec, old: pb.PodSpec | None, rules: Dr
     pod's claims and its containers' claims are dropped unless the stored pod uses them."""
     if rules.dynamic_resource_allocation or (old is not None and _pod_uses_claims(old)):
         return
-    del spec.resource_claims[:]
+    if spec.resource_claims:
+        del spec.resource_claims[:]
     for c in (*spec.init_containers, *spec.containers):
-        del c.resources.claims[:]
+        if c.resources.claims:
+            del c.resources.claims[:]
 
 
 def _pod_uses_claims(spec: pb.PodSpec) -> bool:
@@ -287,7 +297,11 @@ def drop_disabled_pod_status_fields(
     """dropDisabledPodStatusFields' DRA part: resourceClaimStatuses without
     DynamicResourceAllocation, extendedResourceClaimStatus without DRAExtendedResource, each
     unless the stored status has it."""
-    if not rules.dynamic_resource_allocation and not old.resource_claim_statuses:
+    if (
+        not rules.dynamic_resource_allocation
+        and not old.resource_claim_statuses
+        and status.resource_claim_statuses
+    ):
         del status.resource_claim_statuses[:]
     if not rules.extended_resource and not old.HasField("extended_resource_claim_status"):
         status.ClearField("extended_resource_claim_status")

@@ -22,9 +22,11 @@ The surface:
 Differences from upstream, all for want of support in the library:
 - no cost estimation ("too complex, exceeds cost limit" is never returned) and no runtime cost
   limit;
-- of the base environment, the string extensions, optionals, bindings, math, regex `matches`,
-  quantity and semver are present; the Kubernetes `lists`, `regex` (find/findAll), `url`, `ip`,
-  `cidr`, `format` and `sets` libraries are not;
+- of the base environment, the string extensions, optionals, bindings, math, regex (`matches`,
+  `find`, `findAll`), lists (`isSorted`, `sum`, `min`, `max`; not a list's `indexOf` and
+  `lastIndexOf`, whose names the string extension holds), sets,
+  quantity and semver are present; the Kubernetes `url`, `ip`, `cidr` and `format` libraries
+  and two-variable comprehensions are not;
 - upstream's lookup of an absent attribute domain yields an empty map; kemu supplies an empty map
   for each domain the expression names as a string literal (`device.attributes["x"]`), so
   `"x" in device.attributes` is true for such a domain where upstream says false.
@@ -297,9 +299,69 @@ def _k8s_library(typed: bool) -> Any:
     )
 
 
+def _min(items: Any) -> Any:
+    values = list(items)
+    if not values:
+        raise ValueError("min called on empty list")
+    return min(values)
+
+
+def _max(items: Any) -> Any:
+    values = list(items)
+    if not values:
+        raise ValueError("max called on empty list")
+    return max(values)
+
+
+@functools.lru_cache(maxsize=256)
+def _regex(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+def _find(text: str, pattern: str) -> str:
+    found = _regex(pattern).search(text)
+    return found.group(0) if found else ""
+
+
+def _find_all(text: str, pattern: str, limit: int = -1) -> list[str]:
+    found = [m.group(0) for m in _regex(pattern).finditer(text)]
+    return found if limit < 0 else found[:limit]
+
+
+def _lists_library() -> Any:
+    """The Kubernetes lists and regex libraries (apiserver/pkg/cel/library/lists.go,
+    regex.go) and cel-go's ext.Sets, which the base environment has from 1.28/1.29. (The
+    lists' indexOf/lastIndexOf are left out: the library refuses a second declaration of the
+    string extension's functions of those names.)"""
+    lst, B, N, S, D = _T.List(_T.DYN), _T.BOOL, _T.INT, _T.STRING, _T.DYN
+    sigs: list[tuple[str, bool, Any, list[Any], Callable[..., Any]]] = [
+        ("isSorted", True, B, [lst], lambda xs: list(xs) == sorted(xs)),
+        ("sum", True, D, [lst], lambda xs: sum(xs)),
+        ("min", True, D, [lst], _min),
+        ("max", True, D, [lst], _max),
+        ("find", True, S, [S, S], _find),
+        ("findAll", True, _T.List(S), [S, S], _find_all),
+        ("findAll", True, _T.List(S), [S, S, N], _find_all),
+        ("sets.contains", False, B, [lst, lst], lambda a, b: all(x in list(a) for x in b)),
+        ("sets.equivalent", False, B, [lst, lst], lambda a, b: set(a) == set(b)),
+        ("sets.intersects", False, B, [lst, lst], lambda a, b: any(x in list(a) for x in b)),
+    ]
+    by_name: dict[str, list[Any]] = {}
+    for name, member, result, args, impl in sigs:
+        overload_id = f"k8s_{name.replace('.', '_')}_{len(args)}"
+        by_name.setdefault(name, []).append(
+            cel.Overload(overload_id, result, args, is_member=member, impl=impl)
+        )
+    return cel.CelExtension(
+        "kubernetes.lists_regex_sets",
+        [cel.FunctionDecl(name, overloads) for name, overloads in by_name.items()],
+    )
+
+
 def _extensions(typed: bool) -> list[Any]:
     return [
         _k8s_library(typed),
+        _lists_library(),
         ext_bindings.ExtBindings(),
         ext_strings.ExtStrings(),
         ext_optional.ExtOptional(),
@@ -327,6 +389,27 @@ _STATUS_SUFFIX: Final = re.compile(r" \[[A-Z_]+\]$")
 _DOMAIN_LITERAL: Final = re.compile(
     r"""(?:attributes|capacity)\s*\[\s*(?:"([^"\\]*)"|'([^'\\]*)')"""
 )
+
+
+_GO_TYPE_NAMES: Final = {
+    "NULL": "null_type",
+    "DURATION": "google.protobuf.Duration",
+    "TIMESTAMP": "google.protobuf.Timestamp",
+}
+_TYPE_TOKEN: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+
+
+def _go_type_name(name: str) -> str:
+    """A type as cel-go's Type.String() prints it (`list(int)`, `map(string, dyn)`,
+    `kubernetes.Quantity`), from the library's (`LIST<INT>`)."""
+
+    def token(match: re.Match[str]) -> str:
+        word = match.group(0)
+        if "." in word:
+            return word
+        return _GO_TYPE_NAMES.get(word, word.lower())
+
+    return _TYPE_TOKEN.sub(token, name).replace("<", "(").replace(">", ")")
 
 
 def _issues(error: Exception) -> str:
@@ -495,7 +578,7 @@ def compile_selector(expression: str, features: Features = Features()) -> Compil
     result_type = checked.return_type().name()
     if result_type not in _ACCEPTED_RESULTS:
         raise SelectorCompileError(
-            f"must evaluate to bool or the unknown type, not {result_type.lower()}"
+            f"must evaluate to bool or the unknown type, not {_go_type_name(result_type)}"
         )
     try:
         program = _EVAL_ENV.compile(expression)

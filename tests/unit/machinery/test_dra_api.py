@@ -448,3 +448,22 @@ def test_s_dra_api_16_pod_claims_dropped_without_the_gate() -> None:
     update.CopyFrom(kept)
     strategy_for(kind).prepare_for_update(update, kept, off)
     assert update.spec.resource_claims  # in use: kept
+
+
+def test_s_dra_api_19_dropping_fields_does_not_set_an_unset_request_type() -> None:
+    """Clearing a gated field inside an unset `exactly` must not make `exactly` set: the request
+    keeps failing "exactly one of `exactly` or `firstAvailable` is required"."""
+    off = StrategyOptions(dra=DraRules(device_taints=False, consumable_capacity=False))
+    kind = BY_KIND["ResourceClaim"]
+    claim = from_dict(
+        kind,
+        {
+            "metadata": {"name": "c", "namespace": "default"},
+            "spec": {"devices": {"requests": [{"name": "r"}]}},
+        },
+    )
+    strategy_for(kind).prepare_for_create(claim, off, 0)
+    assert isinstance(claim, pb.ResourceClaim)
+    assert not claim.spec.devices.requests[0].HasField("exactly")
+    (c,) = validate_object(claim)
+    assert c.message == "Required value: exactly one of `exactly` or `firstAvailable` is required"

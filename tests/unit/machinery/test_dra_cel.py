@@ -74,6 +74,11 @@ def _matches(expression: str, features: Features | None = None) -> bool:
         ),
         ('device.attributes.exists(d, d == "numa.example.com")', True),
         ('device.attributes["gpu.example.com"].model.matches("^A1")', True),
+        # Kubernetes lists, regex and sets libraries of the base environment.
+        ("[1, 2, 3].isSorted() && [1, 2].sum() == 3 && [2, 1].min() == 1", True),
+        ('device.attributes["gpu.example.com"].model.find("[0-9]+") == "100"', True),
+        ('"a1b2".findAll("[0-9]") == ["1", "2"]', True),
+        ("sets.contains([1, 2, 3], [2]) && !sets.intersects([1], [2])", True),
     ],
 )
 def test_s_dra_cel_1_selector_evaluates_like_upstream(expression: str, expected: bool) -> None:
@@ -87,6 +92,9 @@ def test_s_dra_cel_2_compile_errors_carry_upstream_messages() -> None:
     with pytest.raises(SelectorCompileError) as err:
         compile_selector("device.driver")
     assert err.value.detail == "must evaluate to bool or the unknown type, not string"
+    with pytest.raises(SelectorCompileError) as err:
+        compile_selector("[1]")  # cel-go's type names
+    assert err.value.detail == "must evaluate to bool or the unknown type, not list(int)"
     with pytest.raises(SelectorCompileError) as err:
         compile_selector("x +")
     assert "Syntax error" in err.value.detail
