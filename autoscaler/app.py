@@ -57,6 +57,7 @@ from kemu.component.runner import (
     cleanup_scope,
     run_component,
 )
+from kemu.scheduling.dra_snapshot import SimulationDraManager
 from kemu.scheduling.plugins.registry import Registry
 from kemu.scheduling.plugins.volumes import STORAGE_KINDS
 from kemu.scheduling.runtime import Framework, FrameworkOptions
@@ -174,7 +175,12 @@ class Autoscaler:
                 simulation.profile,
                 simulation.registry,
                 options=FrameworkOptions(
-                    clock=self.ctx.clock, gates=self.ctx.gates, informer_factory=informers.factory
+                    clock=self.ctx.clock,
+                    gates=self.ctx.gates,
+                    informer_factory=informers.factory,
+                    # The simulations' claims, slices and classes (upstream's
+                    # WithSharedDraManager on its DRA snapshot).
+                    dra_manager=SimulationDraManager() if informers.dra else None,
                 ),
                 snapshot=Snapshot(),
             )

@@ -34,8 +34,8 @@ from kemu.machinery.resourceclaim import (
     is_reserved_for_pod,
     pod_claim_name,
 )
+from kemu.scheduling.dra_manager import DraManager
 from kemu.scheduling.interface import ObjectLister
-from kemu.scheduling.plugins.dra_manager import DraManager
 
 __all__ = [
     "DraSnapshot",
@@ -221,8 +221,9 @@ def _never(what: str) -> NoReturn:
 
 class SimulationDraManager(DraManager):
     """The DynamicResources plugin's view of a simulation (upstream's snapshot-backed
-    SharedDRAManager): the claims, slices and classes of the DraSnapshot the simulation is
-    on; Reserve's allocation written into that snapshot at once
+    SharedDRAManager, given to the framework as upstream's WithSharedDraManager: the
+    FrameworkOptions' dra_manager): the claims, slices and classes of the DraSnapshot the
+    simulation is on; Reserve's allocation written into that snapshot at once
     (SignalClaimPendingAllocation); nothing ever in flight (ClaimHasPendingAllocation is
     false); the binding cycle's calls never happen."""
 

@@ -17,7 +17,8 @@ provisioning).
 Dynamic Resource Allocation (upstream cluster-autoscaler simulator/dynamicresources, its
 PredicateSnapshot.SchedulePod): a ClusterSnapshot may carry a DraSnapshot
 (kemu.scheduling.dra_snapshot) with the claims, slices and classes; the framework's
-DynamicResources plugin then reads that snapshot (a SimulationDraManager is its manager), and
+DynamicResources plugin then reads that snapshot (a framework built with a SimulationDraManager
+as its shared DRA manager: FrameworkOptions.dra_manager), and
 `schedule_pod` / `schedule_pod_on_any_node_matching` run its Reserve after Filter, which writes
 the claims' allocation into the snapshot, and reserve the claims for the pod. A node added with
 slices brings them; a node removed takes them, and its pods give up their claims.
@@ -144,9 +145,14 @@ class PredicateChecker:
         self._dra: SimulationDraManager | None = None
         self._dra_plugin: DynamicResources | None = None
         plugin = framework.plugin(DYNAMIC_RESOURCES)
-        if isinstance(plugin, DynamicResources) and plugin.enabled:
-            # Upstream's WithSharedDRAManager: the plugin reads the simulation's snapshot.
-            self._dra = plugin.manager = SimulationDraManager()
+        manager = framework.shared_dra_manager()
+        if (
+            isinstance(plugin, DynamicResources)
+            and plugin.enabled
+            and isinstance(manager, SimulationDraManager)
+        ):
+            # The plugin reads the simulation's snapshot through the framework's manager.
+            self._dra = manager
             self._dra_plugin = plugin
 
     @property

@@ -29,9 +29,10 @@ from kemu.client.fake import FakeClient
 from kemu.component.clock import FakeClock
 from kemu.component.version import Version
 from kemu.machinery.errors import Invalid, TooManyRequests, Unavailable
+from kemu.scheduling.dra_snapshot import SimulationDraManager
 from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.profile import default_profile
-from kemu.scheduling.runtime import Framework
+from kemu.scheduling.runtime import Framework, FrameworkOptions
 from kemu.testing.builders import PodBuilder, make_pdb, make_pod
 from tests.unit.autoscaler.fakes import FakeCloud, FakeGroup, template
 
@@ -107,7 +108,11 @@ class Env:
                 expendable_pods_priority_cutoff=expendable_cutoff,
             ),
             self.cloud,
-            Framework(default_profile(registry), registry),
+            Framework(
+                default_profile(registry),
+                registry,
+                options=FrameworkOptions(dra_manager=SimulationDraManager()),
+            ),
             ListerRegistry(
                 nodes=lambda: self.nodes,
                 pods=lambda: self.pods,

@@ -26,6 +26,7 @@ from kemu.client.informer import InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.component.clock import FakeClock
 from kemu.component.version import Version
+from kemu.scheduling.dra_snapshot import SimulationDraManager
 from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.profile import default_profile
 from kemu.scheduling.runtime import Framework, FrameworkOptions
@@ -88,7 +89,9 @@ class Env:
             Framework(
                 default_profile(registry),
                 registry,
-                options=FrameworkOptions(informer_factory=informers),
+                options=FrameworkOptions(
+                    informer_factory=informers, dra_manager=SimulationDraManager()
+                ),
             ),
             ListerRegistry(
                 nodes=lambda: self.nodes,
