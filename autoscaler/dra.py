@@ -149,10 +149,6 @@ def _allocated_devices(
     return out
 
 
-def _counter_value(q: str) -> Quantity:
-    return Quantity.parse(q)
-
-
 def _partitionable_utilization(
     allocated: Sequence[types_pb2.Device],
     total: Sequence[types_pb2.Device],
@@ -166,14 +162,14 @@ def _partitionable_utilization(
         for cs in s.spec.shared_counters:
             have = available.setdefault(cs.name, {})
             for name, counter in cs.counters.items():
-                v = _counter_value(counter.value)
+                v = Quantity.parse(counter.value)
                 have[name] = have[name] + v if name in have else v
     consumed: dict[str, dict[str, Quantity]] = {}
     for d in allocated:
         for c in d.consumes_counters:
             have = consumed.setdefault(c.counter_set, {})
             for name, counter in c.counters.items():
-                v = _counter_value(counter.value)
+                v = Quantity.parse(counter.value)
                 have[name] = have[name] + v if name in have else v
     out = 0.0
     for set_name, counters in available.items():

@@ -104,7 +104,6 @@ class DraSnapshot:
         self._claims: dict[_ClaimKey, types_pb2.ResourceClaim] = {
             (c.metadata.namespace, c.metadata.name): c for c in claims
         }
-        self._local_slices: dict[str, tuple[types_pb2.ResourceSlice, ...]] = {}
         global_slices: list[types_pb2.ResourceSlice] = []
         local: dict[str, list[types_pb2.ResourceSlice]] = {}
         for s in slices:
@@ -112,7 +111,9 @@ class DraSnapshot:
                 local.setdefault(s.spec.node_name, []).append(s)
             else:
                 global_slices.append(s)
-        self._local_slices = {n: tuple(ss) for n, ss in local.items()}
+        self._local_slices: dict[str, tuple[types_pb2.ResourceSlice, ...]] = {
+            n: tuple(ss) for n, ss in local.items()
+        }
         self._global_slices = tuple(global_slices)
         self._all_slices: list[types_pb2.ResourceSlice] | None = None
         self.classes: ObjectLister[types_pb2.DeviceClass] = _Classes(classes)
