@@ -3,10 +3,10 @@ scheduler's DynamicResources plugin: kemu.scheduling.simulator, kemu.scheduling.
 
 - Readiness (upstream processors/customresources/dra_processor.go,
   FilterOutNodesWithUnreadyResources): a registered node of a group whose template publishes
-  ResourceSlices, but whose own complete pools are not all published yet (fewer complete pools
-  of a driver than the template has), counts as not ready: it is left out of the simulation
-  and its group counts it as upcoming (the template stands in for it), so that a pod waiting
-  for its devices does not scale the group up again.
+  ResourceSlices, but that has not published a pool of the same driver with the same device
+  names for each of the template's pools, counts as not ready: it is left out of the
+  simulation and its group counts it as upcoming (the template stands in for it), so that a
+  pod waiting for its devices does not scale the group up again.
 - Utilization (upstream simulator/dynamicresources/utils/utilization.go): per driver and pool
   of the node's local slices (the newest generation, all its slices: else "newest generation:
   %d, slice count: %d - found only %d slices"), allocated devices over devices; partitionable
@@ -62,31 +62,27 @@ def current_generation(
     return current
 
 
-def _complete_pools(slices: Iterable[types_pb2.ResourceSlice]) -> dict[str, int]:
-    """Driver -> how many of its pools are complete."""
-    out: dict[str, int] = {}
-    for driver, pools in _by_driver_and_pool(slices).items():
-        for pool_slices in pools.values():
-            try:
-                complete = bool(current_generation(pool_slices))
-            except UtilizationError:
-                complete = False
-            out[driver] = out.get(driver, 0) + int(complete)
-    return out
+def _devices_by_pool(slices: Iterable[types_pb2.ResourceSlice]) -> dict[tuple[str, str], set[str]]:
+    """(driver, pool) -> the device names of the pool's last slice, as upstream's
+    getDevicesBySpecs keeps them."""
+    return {(s.spec.driver, s.spec.pool.name): {d.name for d in s.spec.devices} for s in slices}
 
 
 def node_has_unready_devices(
     node: str, template: TemplateNodeInfo, dra: DraSnapshot
 ) -> tuple[bool, str]:
-    """Whether `node` has not published every complete pool its group's template has; and
-    which driver lacks one."""
-    expected = {d: len(pools) for d, pools in _by_driver_and_pool(template.resource_slices).items()}
-    if not expected:
-        return False, ""
-    published = _complete_pools(dra.node_slices(node))
-    for driver, want in sorted(expected.items()):
-        if published.get(driver, 0) < want:
+    """Whether `node` lacks a pool of its template: each template pool must be matched by a
+    pool of the node, of the same driver with the same device names, each node pool matching
+    one template pool (upstream isEqualResourceSlices); and the first driver lacking one."""
+    published = _devices_by_pool(dra.node_slices(node))
+    for (driver, _), devices in sorted(_devices_by_pool(template.resource_slices).items()):
+        match = next(
+            (key for key, have in published.items() if key[0] == driver and have == devices),
+            None,
+        )
+        if match is None:
             return True, driver
+        del published[match]
     return False, ""
 
 

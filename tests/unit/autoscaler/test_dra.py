@@ -203,8 +203,9 @@ async def test_s_ca_dra_5_a_claim_no_group_can_satisfy_triggers_nothing() -> Non
 
 
 async def test_s_ca_dra_6_a_new_node_without_its_pools_counts_as_upcoming() -> None:
-    """The readiness rule: a registered node that has not published its pool is not a node
-    without devices (which would call for another scale-up) but an upcoming one."""
+    """The readiness rule: a registered node that has not published its pool (the template's
+    devices by name) is not a node without devices (which would call for another scale-up)
+    but an upcoming one."""
     pod = with_claim(unschedulable("p", cpu="100m").obj(), "c")
     group = gpu_group()
     env = Env(group, pods=[pod], claims=[gpu_claim("c")], classes=[gpu_class()])
@@ -213,6 +214,9 @@ async def test_s_ca_dra_6_a_new_node_without_its_pools_counts_as_upcoming() -> N
     env.nodes = env.cloud.register("gpu-pool")
     await env.loop()
     assert env.increases() == [("gpu-pool", 1)]  # no second node
+    env.slices = [node_slice(env.nodes[0].metadata.name, "other-0")]  # not the template's
+    await env.loop()
+    assert env.increases() == [("gpu-pool", 1)]
     env.slices = [node_slice(env.nodes[0].metadata.name, "gpu-0")]
     result = await env.loop()
     assert env.increases() == [("gpu-pool", 1)]
