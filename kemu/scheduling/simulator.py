@@ -172,32 +172,46 @@ class PredicateChecker:
         allowed = None if result is None or result.all_nodes() else set(result.node_names or ())
         return state, allowed, status
 
+    def _filter_on(
+        self, snapshot: ClusterSnapshot, pod: types_pb2.Pod, node_name: str
+    ) -> tuple[CycleState, Status]:
+        ni = snapshot.get(node_name)
+        if ni is None:
+            return CycleState(), Status(
+                Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f"node {node_name} not found",)
+            )
+        state, allowed, status = self._pre_filter(snapshot, pod)
+        if status.code is not Code.SUCCESS:
+            return state, status
+        if allowed is not None and node_name not in allowed:
+            return state, Status(
+                Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("node(s) didn't satisfy PreFilter result",)
+            )
+        return state, self._framework.run_filter_plugins(state, pod, ni)
+
     def check_predicates(
         self, snapshot: ClusterSnapshot, pod: types_pb2.Pod, node_name: str
     ) -> Status:
         """Success when `pod` fits `node_name` as the snapshot stands; else the rejection
         (naming its plugin) or UnschedulableAndUnresolvable for a node not in the snapshot."""
-        ni = snapshot.get(node_name)
-        if ni is None:
-            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f"node {node_name} not found",))
-        state, allowed, status = self._pre_filter(snapshot, pod)
+        return self._filter_on(snapshot, pod, node_name)[1]
+
+    def schedule_pod(self, snapshot: ClusterSnapshot, pod: types_pb2.Pod, node_name: str) -> Status:
+        """Counts `pod` on `node_name` if it fits there (check_predicates), its claims
+        allocated and reserved in the snapshot; else the rejection, the snapshot unchanged
+        (upstream SchedulePod)."""
+        state, status = self._filter_on(snapshot, pod, node_name)
         if status.code is not Code.SUCCESS:
             return status
-        if allowed is not None and node_name not in allowed:
-            return Status(
-                Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("node(s) didn't satisfy PreFilter result",)
-            )
-        return self._framework.run_filter_plugins(state, pod, ni)
+        return self._reserve(snapshot, state, pod, node_name)
 
-    def fits_any_node(
+    def _first_fit(
         self,
         snapshot: ClusterSnapshot,
         pod: types_pb2.Pod,
-        node_matches: Callable[[NodeInfo], bool] | None = None,
+        node_matches: Callable[[NodeInfo], bool] | None,
+        then: Callable[[CycleState, str], Status],
     ) -> tuple[str | None, Status]:
-        """The first node (in the snapshot's order, among those `node_matches` accepts) that
-        `pod` fits, and SUCCESS; or None and the reason (the PreFilter rejection, or the last
-        Filter rejection)."""
         state, allowed, status = self._pre_filter(snapshot, pod)
         if status.code is not Code.SUCCESS:
             return None, status
@@ -209,9 +223,37 @@ class PredicateChecker:
                 continue
             s = self._framework.run_filter_plugins(state, pod, ni)
             if s.code is Code.SUCCESS:
-                return ni.name, SUCCESS
+                s = then(state, ni.name)
+                if s.code is Code.SUCCESS:
+                    return ni.name, SUCCESS
             last = s
         return None, last
+
+    def fits_any_node(
+        self,
+        snapshot: ClusterSnapshot,
+        pod: types_pb2.Pod,
+        node_matches: Callable[[NodeInfo], bool] | None = None,
+    ) -> tuple[str | None, Status]:
+        """The first node (in the snapshot's order, among those `node_matches` accepts) that
+        `pod` fits, and SUCCESS; or None and the reason (the PreFilter rejection, or the last
+        Filter rejection)."""
+        return self._first_fit(snapshot, pod, node_matches, lambda _state, _node: SUCCESS)
+
+    def schedule_pod_on_any_node_matching(
+        self,
+        snapshot: ClusterSnapshot,
+        pod: types_pb2.Pod,
+        node_matches: Callable[[NodeInfo], bool] | None = None,
+    ) -> tuple[str | None, Status]:
+        """fits_any_node, then the pod counted on the node found, its claims allocated and
+        reserved there (upstream SchedulePodOnAnyNodeMatching)."""
+        return self._first_fit(
+            snapshot,
+            pod,
+            node_matches,
+            lambda state, node: self._reserve(snapshot, state, pod, node),
+        )
 
     def _reserve(
         self, snapshot: ClusterSnapshot, state: CycleState, pod: types_pb2.Pod, node_name: str
@@ -229,47 +271,3 @@ class PredicateChecker:
                 return Status(Code.ERROR, (why,))
         snapshot.add_pod(pod, node_name)
         return SUCCESS
-
-    def schedule_pod(self, snapshot: ClusterSnapshot, pod: types_pb2.Pod, node_name: str) -> Status:
-        """Counts `pod` on `node_name` if it fits there (check_predicates), its claims
-        allocated and reserved in the snapshot; else the rejection, the snapshot unchanged
-        (upstream SchedulePod)."""
-        ni = snapshot.get(node_name)
-        if ni is None:
-            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f"node {node_name} not found",))
-        state, allowed, status = self._pre_filter(snapshot, pod)
-        if status.code is not Code.SUCCESS:
-            return status
-        if allowed is not None and node_name not in allowed:
-            return Status(
-                Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("node(s) didn't satisfy PreFilter result",)
-            )
-        status = self._framework.run_filter_plugins(state, pod, ni)
-        if status.code is not Code.SUCCESS:
-            return status
-        return self._reserve(snapshot, state, pod, node_name)
-
-    def schedule_pod_on_any_node_matching(
-        self,
-        snapshot: ClusterSnapshot,
-        pod: types_pb2.Pod,
-        node_matches: Callable[[NodeInfo], bool] | None = None,
-    ) -> tuple[str | None, Status]:
-        """fits_any_node, then the pod counted on the node found, its claims allocated and
-        reserved there (upstream SchedulePodOnAnyNodeMatching)."""
-        state, allowed, status = self._pre_filter(snapshot, pod)
-        if status.code is not Code.SUCCESS:
-            return None, status
-        last = Status(Code.UNSCHEDULABLE, ("no node matches",))
-        for ni in snapshot.snapshot.list():
-            if allowed is not None and ni.name not in allowed:
-                continue
-            if node_matches is not None and not node_matches(ni):
-                continue
-            s = self._framework.run_filter_plugins(state, pod, ni)
-            if s.code is Code.SUCCESS:
-                s = self._reserve(snapshot, state, pod, ni.name)
-                if s.code is Code.SUCCESS:
-                    return ni.name, SUCCESS
-            last = s
-        return None, last
