@@ -81,6 +81,9 @@ def autoscaler(cluster: Cluster) -> str:
             "0s",
             "--node-delete-delay-after-taint",
             "0s",
+            # (a node found unremovable while the informers catch up is checked again soon)
+            "--unremovable-node-recheck-timeout",
+            "1s",
             "-v",
             "4",  # the unremovable nodes' reasons
         ],  # fmt: skip
