@@ -49,6 +49,7 @@ from kemu.component.featuregate import (
     DRA_SCHEDULER_FILTER_TIMEOUT,
     DYNAMIC_RESOURCE_ALLOCATION,
 )
+from kemu.component.version import Version
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.keys import object_key
 from kemu.machinery.resourceclaim import (
@@ -88,11 +89,25 @@ from kemu.scheduling.interface import (
     PreEnqueuePlugin,
     PreFilterExtensions,
     PreFilterPlugin,
+    PreScorePlugin,
     ReservePlugin,
+    ScoreExtensions,
+    ScorePlugin,
 )
-from kemu.scheduling.plugins.helpers import NodeSelector, check_arg_keys, node_selector
+from kemu.scheduling.plugins.helpers import (
+    NodeSelector,
+    check_arg_keys,
+    default_normalize_score,
+    node_selector,
+)
 from kemu.scheduling.status import SKIP, SUCCESS, Status, as_error, unresolvable, unschedulable
-from kemu.scheduling.types import NodeInfo, PostFilterResult, PreFilterResult
+from kemu.scheduling.types import (
+    MAX_NODE_SCORE,
+    NodeInfo,
+    NodeScore,
+    PostFilterResult,
+    PreFilterResult,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -101,6 +116,7 @@ STATE_KEY: Final = NAME
 DELETE_PROTECTION_FINALIZER: Final = "resource.kubernetes.io/delete-protection"
 DEFAULT_BINDING_TIMEOUT_SECONDS: Final = 600  # config.DynamicResourcesBindingTimeoutDefault
 DEFAULT_FILTER_TIMEOUT_SECONDS: Final = 10  # config.DynamicResourcesFilterTimeoutDefault
+FIRST_AVAILABLE_MAX_SIZE: Final = 8  # resourceapi.FirstAvailableDeviceRequestMaxSize
 BINDING_POLL_INTERVAL: Final = 5.0  # upstream's PreBind polls the claims every 5 s
 _CONFLICT_RETRIES: Final = 5
 
@@ -195,6 +211,9 @@ class DynamicResources(
     PreFilterPlugin,
     FilterPlugin,
     PostFilterPlugin,
+    PreScorePlugin,
+    ScorePlugin,
+    ScoreExtensions,
     ReservePlugin,
     PreBindPlugin,
     EnqueueExtensions,
@@ -225,6 +244,8 @@ class DynamicResources(
         self.cel_cache = new_cel_cache(self.features)
         # Tainted slices stay the same objects across cycles (the allocator caches by slice).
         self.tainted = TaintedSlices()
+        # Score: 1.36+ (upstream's plugin has no Score before), with DRAPrioritizedList.
+        self.scores = gates.version >= Version(1, 36) and self.features.prioritized_list
 
     def name(self) -> str:
         return NAME
@@ -292,7 +313,7 @@ class DynamicResources(
                     f"resource claim {object_key(claim)} is in the process of being allocated"
                 )
             for req in claim.spec.devices.requests:
-                missing = self._missing_class(req)
+                missing = self._missing_class(claim, req)
                 if missing:
                     return None, unresolvable(missing)
             s.to_allocate.append(i)
@@ -314,13 +335,22 @@ class DynamicResources(
             )
         return None, SUCCESS
 
-    def _missing_class(self, req: types_pb2.DeviceRequest) -> str:
-        """Upstream's message when a request's class does not exist ("" when all do)."""
+    def _missing_class(self, claim: types_pb2.ResourceClaim, req: types_pb2.DeviceRequest) -> str:
+        """Upstream's message when a request cannot be served as written: its class does not
+        exist, it has subrequests with DRAPrioritizedList off, or it is of neither kind ("" when
+        it is fine)."""
         if req.HasField("exactly"):
             name = req.exactly.device_class_name
             if self.manager.classes.get(name) is None:
                 return f"request {req.name}: device class {name} does not exist"
             return ""
+        if not req.first_available:
+            return f"resource claim {object_key(claim)}, request {req.name}: unknown request type"
+        if not self.features.prioritized_list:
+            return (
+                f"resource claim {object_key(claim)}, request {req.name}: has subrequests, but "
+                "the DRAPrioritizedList feature is disabled"
+            )
         for sub in req.first_available:
             if self.manager.classes.get(sub.device_class_name) is None:
                 return (
@@ -386,6 +416,54 @@ class DynamicResources(
         if not claim.status.allocation.HasField("allocation_timestamp"):
             return False
         return ts.seconds + ts.nanos / 1e9 + self.binding_timeout < now
+
+    # ------------------------------------------------------------ score (1.36+)
+
+    def pre_score(self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]) -> Status:
+        """Skip unless some claim to allocate has a firstAvailable request (upstream scores
+        from 1.36, with DRAPrioritizedList; kemu's PreScore only spares the other pods a
+        Score of 0 everywhere)."""
+        s = state.read(STATE_KEY)
+        if (
+            not isinstance(s, _State)
+            or not self.scores
+            or not any(
+                r.first_available for i in s.to_allocate for r in s.claims[i].spec.devices.requests
+            )
+        ):
+            return SKIP
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: types_pb2.Pod, node: NodeInfo) -> tuple[int, Status]:
+        """Per allocated device of a subrequest at index i of its request's firstAvailable,
+        FIRST_AVAILABLE_MAX_SIZE - i: nodes that satisfy earlier alternatives win (upstream
+        Score, FirstAvailableDeviceRequestMaxSize = 8)."""
+        s = state.read(STATE_KEY)
+        if not isinstance(s, _State):
+            return 0, SUCCESS
+        results = s.node_allocations.get(node.name)
+        if results is None:
+            return 0, SUCCESS
+        total = 0
+        for i, allocation in zip(s.to_allocate, results, strict=False):
+            requests = {r.name: r for r in s.claims[i].spec.devices.requests}
+            for r in allocation.devices.results:
+                parent, _, sub = r.request.partition("/")
+                req = requests.get(parent)
+                if not sub or req is None:
+                    continue
+                names = [x.name for x in req.first_available]
+                if sub in names:
+                    total += FIRST_AVAILABLE_MAX_SIZE - names.index(sub)
+        return total, SUCCESS
+
+    def score_extensions(self) -> ScoreExtensions | None:
+        return self
+
+    def normalize_score(
+        self, state: CycleState, pod: types_pb2.Pod, scores: list[NodeScore]
+    ) -> tuple[list[NodeScore], Status]:
+        return default_normalize_score(MAX_NODE_SCORE, False, scores), SUCCESS
 
     async def post_filter(
         self, state: CycleState, pod: types_pb2.Pod, statuses: NodeToStatus

@@ -15,6 +15,8 @@ from typing import Final
 import pytest
 
 from kemu.api.v1 import types_pb2
+from kemu.ctl.common import Context
+from kemu.ctl.why import pod_claims
 from kemu.scheduling.plugins.dynamic_resources import DELETE_PROTECTION_FINALIZER
 from kemu.testing import Cluster, dra
 from kemu.testing.eventually import eventually
@@ -83,6 +85,10 @@ async def test_s_dra_sched_1_pod_with_claim_gets_a_device(cluster: Cluster) -> N
         ]
         assert DELETE_PROTECTION_FINALIZER in c.metadata.finalizers
         assert n0 != n1
+        # kemuctl why pod/p1 reads the claim's allocation from the API.
+        [entry] = await pod_claims(Context(client=s.client), pod)
+        assert entry["devices"] == [f"req-0: {DRIVER}/{n1}/gpu-0"]
+        assert entry["reservedFor"] == ["p1"] and entry["allocated"]
 
 
 async def test_s_dra_sched_2_no_device_names_the_claim(cluster: Cluster) -> None:

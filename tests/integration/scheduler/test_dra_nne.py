@@ -149,26 +149,29 @@ async def test_s_nne_dra_2_waiting_at_permit_has_the_nomination_only(cluster: Cl
         assert [r.name for r in dev.status.reserved_for] == ["held"]
 
 
-async def test_s_nne_dra_3_restart_finds_the_claims_allocation(
-    kemu_cluster_factory: Callable[..., Cluster],
-) -> None:
+async def test_s_nne_dra_3_restart_finds_the_claims_allocation(cluster: Cluster) -> None:
     """S-NNE-DRA-3 (KEP-5278 story 2, "Scheduler can resume its work after restart"): a pod
     whose device has a binding condition waits in PreBind with its nomination and its claim
     allocated and reserved; the scheduler is killed there. A second pod wanting the same kind
     of device is created; the restarted scheduler reads the allocation from its informer
     (nothing in flight survives a restart): the second pod finds no free device, the first pod
     keeps its claim (reserved for it, pinned to its node) and binds once the driver reports the
-    condition."""
-    cl = kemu_cluster_factory()
-    cl.start_etcd()
-    cl.start_apiserver()
-    cl.start_scheduler()
+    condition. (It restarts the module's scheduler: after the tests that do not.)"""
+    cl = cluster
     async with Scenario.open(cl, "dra-nne-3") as s:
         n0 = await s.bare_node("n0", cpu="4", memory="8Gi", pods="10")
         api = s.client
         cls = f"{s.ns}.gpu"
         await api.create(dra.device_class(cls))
-        await api.create(dra.resource_slice(n0, DRIVER, ["gpu-0"], binding_conditions=["Attached"]))
+        await api.create(
+            dra.resource_slice(
+                n0,
+                DRIVER,
+                ["gpu-0"],
+                binding_conditions=["Attached"],
+                binding_failure_conditions=["AttachFailed"],
+            )
+        )
         for name in ("dev", "dev2"):
             await api.create(dra.claim(s.ns, name, cls))
         await s.create(dra.with_claim(s.pod("first").obj(), "dev"))
@@ -192,3 +195,41 @@ async def test_s_nne_dra_3_restart_finds_the_claims_allocation(
         # The same allocation: not deallocated and allocated again.
         assert after.status.allocation == before.status.allocation
         assert not (await s.get("a-second")).spec.node_name
+
+
+async def test_s_nne_dra_4_killed_between_the_nomination_and_the_claim(cluster: Cluster) -> None:
+    """S-NNE-DRA-4: the scheduler dies after publishing the nomination and before writing the
+    claim (its PreBind was waiting for a volume): the allocation in flight dies with it, the
+    claim stays unallocated and nothing holds the device but the nomination. Restarted, the
+    scheduler tries the nominated node first (KEP-1923), allocates the claim afresh there once
+    the volume is bound, and binds the pod. (Last in the module: it restarts the scheduler.)"""
+    async with Scenario.open(cluster, "dra-nne-4") as s:
+        n0 = await s.bare_node("n0", cpu="4", memory="8Gi", pods="10")
+        api = s.client
+        cls = f"{s.ns}.gpu"
+        await api.create(dra.device_class(cls))
+        await api.create(dra.resource_slice(n0, DRIVER, ["gpu-0"]))
+        await api.create(dra.claim(s.ns, "dev", cls))
+        sc = storage.storage_class(f"{s.ns}-wffc", PROVISIONER)
+        await api.create(sc)
+        await api.create(storage.claim(s.ns, "data", sc.metadata.name))
+        pod = dra.with_claim(s.pod("p").obj(), "dev")
+        pod.spec.volumes.add(name="v").persistent_volume_claim.claim_name = "data"
+        await s.create(pod)
+        await s.wait_nominated("p", "n0", timeout=TIMEOUT)
+
+        async def volume_selected() -> bool:
+            pvc = await api.get(types_pb2.PersistentVolumeClaim, "data", s.ns)
+            assert pvc.metadata.annotations.get(ANN_SELECTED_NODE) == n0
+            return True
+
+        await eventually(volume_selected, timeout=TIMEOUT)  # VolumeBinding's PreBind waits
+        cluster.kill("scheduler")
+        dev = await api.get(types_pb2.ResourceClaim, "dev", s.ns)
+        assert not dev.status.HasField("allocation")
+        assert (await s.get("p")).status.nominated_node_name == n0
+        assert await storage.provision_when_selected(api, s.ns, "data", CSI_DRIVER) == n0
+        await anyio.to_thread.run_sync(cluster.restart, "scheduler")
+        assert await s.wait_bound("p", timeout=TIMEOUT) == n0
+        dev = await api.get(types_pb2.ResourceClaim, "dev", s.ns)
+        assert [r.name for r in dev.status.reserved_for] == ["p"]

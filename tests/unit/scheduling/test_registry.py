@@ -132,6 +132,7 @@ def test_in_tree_registry_and_default_framework() -> None:
         "NodeResourcesFit": 1,
         "PodTopologySpread": 2,
         "InterPodAffinity": 2,
+        "DynamicResources": 1,  # (its Score from 1.36, for firstAvailable)
         "NodeResourcesBalancedAllocation": 1,
     }
     assert plugins["permit"] == ("DeferredPodScheduling", "GangScheduling")

@@ -15,7 +15,7 @@ from kemu.scheduling.events import QueueingHint
 from kemu.scheduling.interface import CycleState
 from kemu.scheduling.plugins import dynamic_resources as dr
 from kemu.scheduling.status import Code
-from kemu.scheduling.types import NodeInfo
+from kemu.scheduling.types import NodeInfo, NodeScore
 from kemu.testing import dra
 from kemu.testing.builders import make_node, make_pod
 from tests.unit.scheduling.plugins.fakes import FakeHandle, FakeObjects
@@ -243,3 +243,55 @@ def test_s_dra_sched_u5_binding_timed_out_claim_is_not_available() -> None:
     state, codes = cycle(pl, p, [node("n0")])
     assert codes == {"n0": Code.UNSCHEDULABLE_AND_UNRESOLVABLE}
     assert pl.filter(state, p, node("n0")).message() == dr.MSG_NOT_AVAILABLE
+
+
+def test_s_dra_sched_u6_request_kinds_at_pre_filter() -> None:
+    """PreFilter's request checks: firstAvailable's subrequest classes; a request of neither
+    kind is "unknown request type"."""
+    c = claim("c1")
+    req = c.spec.devices.requests[0]
+    req.ClearField("exactly")
+    req.first_available.add(name="big", device_class_name="nope")
+    pl, _ = plugin(c, dra.device_class(CLS))
+    _, status = pl.pre_filter(CycleState(), pod("p", "c1"), [node("n0")])
+    assert status.message() == "request req-0/big: device class nope does not exist"
+    del req.first_available[:]
+    _, status = pl.pre_filter(CycleState(), pod("p", "c1"), [node("n0")])
+    assert status.message() == "resource claim default/c1, request req-0: unknown request type"
+
+
+def test_s_dra_sched_u7_score_prefers_earlier_alternatives() -> None:
+    """Score (1.36+): a node whose devices satisfy the first firstAvailable alternative scores
+    8, one satisfying only the second 7; normalized to 100 and 87. A pod without
+    firstAvailable requests skips Score."""
+    big, small = f"{CLS}.big", f"{CLS}.small"
+    c = claim("c1")
+    req = c.spec.devices.requests[0]
+    req.ClearField("exactly")
+    req.first_available.add(
+        name="big", device_class_name=big, allocation_mode="ExactCount", count=1
+    )
+    req.first_available.add(
+        name="small", device_class_name=small, allocation_mode="ExactCount", count=1
+    )
+    slices = (
+        dra.resource_slice("n0", "big.example.com", ["b"]),
+        dra.resource_slice("n1", "small.example.com", ["s"]),
+    )
+    big_class = dra.device_class(big, selectors=['device.driver == "big.example.com"'])
+    small_class = dra.device_class(small, selectors=['device.driver == "small.example.com"'])
+    pl, _ = plugin(c, big_class, small_class, *slices)
+    p = pod("p", "c1")
+    nodes = [node("n0"), node("n1")]
+    state, codes = cycle(pl, p, nodes)
+    assert codes == {"n0": Code.SUCCESS, "n1": Code.SUCCESS}
+    assert pl.pre_score(state, p, nodes).is_success()
+    raw = [pl.score(state, p, n)[0] for n in nodes]
+    assert raw == [8, 7]
+    normalized, _ = pl.normalize_score(
+        state, p, [NodeScore(n.name, r) for n, r in zip(nodes, raw, strict=True)]
+    )
+    assert [s.score for s in normalized] == [100, 87]
+    plain, _ = plugin(claim("c2"), dra.device_class(CLS), dra.resource_slice("n0", DRIVER, ["d"]))
+    state2, _ = cycle(plain, pod("q", "c2"), nodes)
+    assert plain.pre_score(state2, pod("q", "c2"), nodes).is_skip()
