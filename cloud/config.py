@@ -10,6 +10,12 @@
         taints: []                   # as in a Node spec
         kubeletArgs: ["--emulated-version", "1.36"]
       externalNodes: false           # true: the cloud runs no kubelet for its instances
+      resourceSlices:                # the DRA devices its nodes publish (optional)
+      - apiVersion: resource.k8s.io/v1
+        kind: ResourceSlice
+        spec:
+          driver: gpu.example.com
+          devices: [{name: gpu-0}, {name: gpu-1}]
       failures:                      # kemu's injected failures (optional)
         neverReady: 0                # the next N instances never come up
         outOfCapacity: false         # new instances fail with OutOfResources
@@ -18,6 +24,14 @@
 autoscaler bench's 1000 nodes): the group's instances run no kubelet; whoever makes the load
 registers each instance's Node (its name, `spec.providerID` kemu://<group>/<instance>, the
 label kemu.io/node-group) and the instance is running while that Node is Ready.
+
+`resourceSlices`: ResourceSlice manifests, the shape of a kubelet's `--dra-slice-file` (its
+kemu annotations too): every instance's kubelet publishes them as its node's pool (the cloud
+writes them to a file and passes --dra-slice-file), and the group's template node carries them
+(NodeGroupTemplateNodeInfo's resource_slice_bytes: upstream TemplateNodeInfo's
+LocalResourceSlices), so that a group scaled to zero still scales up for a pod's claims.
+What a kubelet fills in (metadata.name, generateName, ownerReferences, spec.nodeName,
+spec.pool, nodeSelector, allNodes, perDeviceNodeSelection) must not be set.
 
 Unknown fields and bad values are a ConfigError naming the field (`nodeGroups[0].maxSize:
 ...`). Group names become part of instance and Node names, so they are DNS labels.
@@ -34,8 +48,9 @@ from typing import Final
 import yaml
 
 from kemu.api.v1 import types_pb2
-from kemu.machinery.convert import fill_message
+from kemu.machinery.convert import fill_message, from_dict
 from kemu.machinery.errors import Invalid
+from kemu.machinery.kinds import kind_of
 from kemu.machinery.quantity import format_resource, to_int
 from kemu.machinery.validation.meta import validate_labels
 
@@ -59,6 +74,7 @@ _RESERVED_KUBELET_FLAGS: Final = (
     "--node-ip",
     "--root-dir",
     "--metrics-port",
+    "--dra-slice-file",
 )
 
 
@@ -91,6 +107,27 @@ class NodeGroupConfig:
     failures: Failures = Failures()
     external_nodes: bool = False
     """externalNodes: the instances run no kubelet; their Nodes are registered by others."""
+    resource_slices: tuple[Mapping[str, object], ...] = ()
+    """resourceSlices: the manifests as given (what the kubelets' --dra-slice-file holds)."""
+
+    def template_resource_slices(self, node_name: str) -> list[types_pb2.ResourceSlice]:
+        """The slices a node `node_name` of the group publishes, as its kubelet fills them in
+        (spec.nodeName, spec.pool: name = the node, generation 1, resourceSliceCount = the
+        driver's slices), kemu's annotations dropped (upstream's template node's
+        LocalResourceSlices)."""
+        parsed = [_resource_slice(m, "") for m in self.resource_slices]
+        per_driver: dict[str, int] = {}
+        for s in parsed:
+            per_driver[s.spec.driver] = per_driver.get(s.spec.driver, 0) + 1
+        for i, s in enumerate(parsed):
+            s.metadata.name = f"{node_name}-{s.spec.driver}-{i}".replace("/", "-")
+            for key in [k for k in s.metadata.annotations if k.startswith(_KEMU_ANNOTATIONS)]:
+                del s.metadata.annotations[key]
+            s.spec.node_name = node_name
+            s.spec.pool.name = node_name
+            s.spec.pool.generation = 1
+            s.spec.pool.resource_slice_count = per_driver[s.spec.driver]
+        return parsed
 
 
 @dataclass(frozen=True)
@@ -135,7 +172,9 @@ def parse_config(text: str) -> CloudConfig:
 
 def _group(data: object, path: str) -> NodeGroupConfig:
     obj = _object(
-        data, path, {"name", "minSize", "maxSize", "template", "failures", "externalNodes"}
+        data,
+        path,
+        {"name", "minSize", "maxSize", "template", "failures", "externalNodes", "resourceSlices"},
     )
     for required in ("name", "maxSize", "template"):
         if required not in obj:
@@ -160,7 +199,61 @@ def _group(data: object, path: str) -> NodeGroupConfig:
         template=_template(obj["template"], f"{path}.template", name),
         failures=_failures(obj.get("failures", {}), f"{path}.failures"),
         external_nodes=external,
+        resource_slices=_resource_slices(obj.get("resourceSlices", []), f"{path}.resourceSlices"),
     )
+
+
+# What the kubelet fills in for its node (kubelet.dra_slice_file refuses them too).
+_KUBELET_SET: Final = (
+    ("metadata.name", lambda s: bool(s.metadata.name)),
+    ("metadata.generateName", lambda s: bool(s.metadata.generate_name)),
+    ("metadata.ownerReferences", lambda s: bool(s.metadata.owner_references)),
+    ("spec.nodeName", lambda s: s.spec.HasField("node_name")),
+    ("spec.pool", lambda s: s.spec.HasField("pool")),
+    ("spec.nodeSelector", lambda s: s.spec.HasField("node_selector")),
+    ("spec.allNodes", lambda s: s.spec.HasField("all_nodes")),
+    ("spec.perDeviceNodeSelection", lambda s: s.spec.HasField("per_device_node_selection")),
+)
+_KEMU_ANNOTATIONS: Final = "kubelet.kemu.io/"
+
+
+def _resource_slice(data: object, path: str) -> types_pb2.ResourceSlice:
+    try:
+        msg = from_dict(kind_of(types_pb2.ResourceSlice()), data)
+    except Invalid as e:
+        raise ConfigError(f"{path}: {e}") from None
+    assert isinstance(msg, types_pb2.ResourceSlice)
+    return msg
+
+
+def _resource_slices(data: object, path: str) -> tuple[Mapping[str, object], ...]:
+    """The group's ResourceSlice manifests, checked as the kubelet's --dra-slice-file is."""
+    if not isinstance(data, list):
+        raise ConfigError(f"{path}: expected a list, got {_type(data)}")
+    out: list[Mapping[str, object]] = []
+    devices: set[tuple[str, str]] = set()
+    for i, item in enumerate(data):
+        ipath = f"{path}[{i}]"
+        obj = _object(item, ipath, None)
+        s = _resource_slice(obj, ipath)
+        for field_path, given in _KUBELET_SET:
+            if given(s):
+                raise ConfigError(f"{ipath}.{field_path}: must not be set: the kubelet sets it")
+        if not s.spec.driver:
+            raise ConfigError(f"{ipath}.spec.driver: required")
+        if not s.spec.devices and not s.spec.shared_counters:
+            raise ConfigError(f"{ipath}.spec.devices: required: no devices nor sharedCounters")
+        for j, d in enumerate(s.spec.devices):
+            if not d.name:
+                raise ConfigError(f"{ipath}.spec.devices[{j}].name: required")
+            if (s.spec.driver, d.name) in devices:
+                raise ConfigError(
+                    f"{ipath}.spec.devices[{j}].name: device {d.name!r} of driver "
+                    f"{s.spec.driver} is named twice"
+                )
+            devices.add((s.spec.driver, d.name))
+        out.append(obj)
+    return tuple(out)
 
 
 def _template(data: object, path: str, group: str) -> NodeTemplate:
