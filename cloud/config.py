@@ -48,9 +48,9 @@ from typing import Final
 import yaml
 
 from kemu.api.v1 import types_pb2
-from kemu.machinery.convert import fill_message, from_dict
+from kemu.machinery.convert import fill_message
+from kemu.machinery.dra_slice_file import read_manifests, slices_for_node
 from kemu.machinery.errors import Invalid
-from kemu.machinery.kinds import kind_of
 from kemu.machinery.quantity import format_resource, to_int
 from kemu.machinery.validation.meta import validate_labels
 
@@ -115,18 +115,14 @@ class NodeGroupConfig:
         (spec.nodeName, spec.pool: name = the node, generation 1, resourceSliceCount = the
         driver's slices), kemu's annotations dropped (upstream's template node's
         LocalResourceSlices)."""
-        parsed = [_resource_slice(m, "") for m in self.resource_slices]
-        per_driver: dict[str, int] = {}
-        for s in parsed:
-            per_driver[s.spec.driver] = per_driver.get(s.spec.driver, 0) + 1
-        for i, s in enumerate(parsed):
-            s.metadata.name = f"{node_name}-{s.spec.driver}-{i}".replace("/", "-")
-            for key in [k for k in s.metadata.annotations if k.startswith(_KEMU_ANNOTATIONS)]:
-                del s.metadata.annotations[key]
-            s.spec.node_name = node_name
-            s.spec.pool.name = node_name
-            s.spec.pool.generation = 1
-            s.spec.pool.resource_slice_count = per_driver[s.spec.driver]
+        drivers = read_manifests([("", m) for m in self.resource_slices])
+        parsed: list[types_pb2.ResourceSlice] = []
+        for driver in drivers.drivers:
+            for s in slices_for_node(driver, node_name, node_uid="", generation=1):
+                s.metadata.name = f"{node_name}-{driver.driver}-{len(parsed)}".replace("/", "-")
+                s.metadata.generate_name = ""
+                del s.metadata.owner_references[:]
+                parsed.append(s)
         return parsed
 
 
@@ -203,57 +199,17 @@ def _group(data: object, path: str) -> NodeGroupConfig:
     )
 
 
-# What the kubelet fills in for its node (kubelet.dra_slice_file refuses them too).
-_KUBELET_SET: Final = (
-    ("metadata.name", lambda s: bool(s.metadata.name)),
-    ("metadata.generateName", lambda s: bool(s.metadata.generate_name)),
-    ("metadata.ownerReferences", lambda s: bool(s.metadata.owner_references)),
-    ("spec.nodeName", lambda s: s.spec.HasField("node_name")),
-    ("spec.pool", lambda s: s.spec.HasField("pool")),
-    ("spec.nodeSelector", lambda s: s.spec.HasField("node_selector")),
-    ("spec.allNodes", lambda s: s.spec.HasField("all_nodes")),
-    ("spec.perDeviceNodeSelection", lambda s: s.spec.HasField("per_device_node_selection")),
-)
-_KEMU_ANNOTATIONS: Final = "kubelet.kemu.io/"
-
-
-def _resource_slice(data: object, path: str) -> types_pb2.ResourceSlice:
-    try:
-        msg = from_dict(kind_of(types_pb2.ResourceSlice()), data)
-    except Invalid as e:
-        raise ConfigError(f"{path}: {e}") from None
-    assert isinstance(msg, types_pb2.ResourceSlice)
-    return msg
-
-
 def _resource_slices(data: object, path: str) -> tuple[Mapping[str, object], ...]:
-    """The group's ResourceSlice manifests, checked as the kubelet's --dra-slice-file is."""
+    """The group's ResourceSlice manifests, checked as the kubelet's --dra-slice-file is
+    (kemu.machinery.dra_slice_file)."""
     if not isinstance(data, list):
         raise ConfigError(f"{path}: expected a list, got {_type(data)}")
-    out: list[Mapping[str, object]] = []
-    devices: set[tuple[str, str]] = set()
-    for i, item in enumerate(data):
-        ipath = f"{path}[{i}]"
-        obj = _object(item, ipath, None)
-        s = _resource_slice(obj, ipath)
-        for field_path, given in _KUBELET_SET:
-            if given(s):
-                raise ConfigError(f"{ipath}.{field_path}: must not be set: the kubelet sets it")
-        if not s.spec.driver:
-            raise ConfigError(f"{ipath}.spec.driver: required")
-        if not s.spec.devices and not s.spec.shared_counters:
-            raise ConfigError(f"{ipath}.spec.devices: required: no devices nor sharedCounters")
-        for j, d in enumerate(s.spec.devices):
-            if not d.name:
-                raise ConfigError(f"{ipath}.spec.devices[{j}].name: required")
-            if (s.spec.driver, d.name) in devices:
-                raise ConfigError(
-                    f"{ipath}.spec.devices[{j}].name: device {d.name!r} of driver "
-                    f"{s.spec.driver} is named twice"
-                )
-            devices.add((s.spec.driver, d.name))
-        out.append(obj)
-    return tuple(out)
+    objects = [_object(item, f"{path}[{i}]", None) for i, item in enumerate(data)]
+    try:
+        read_manifests([(f"{path}[{i}]", obj) for i, obj in enumerate(objects)])
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    return tuple(objects)
 
 
 def _template(data: object, path: str, group: str) -> NodeTemplate:

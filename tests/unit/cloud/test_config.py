@@ -163,15 +163,18 @@ def test_resource_slices_become_the_template_nodes_pool() -> None:
     ("slices", "message"),
     [
         ("{}", "nodeGroups[0].resourceSlices: expected a list, got an object"),
-        ("[{spec: {devices: [{name: a}]}}]", "nodeGroups[0].resourceSlices[0].spec.driver"),
-        ("[{spec: {driver: d}}]", "nodeGroups[0].resourceSlices[0].spec.devices: required"),
+        (
+            "[{spec: {devices: [{name: a}]}}]",
+            "nodeGroups[0].resourceSlices[0]: spec.driver: Required value",
+        ),
+        ("[{spec: {driver: d}}]", "nodeGroups[0].resourceSlices[0]: spec.devices: Required value"),
         (
             "[{spec: {driver: d, nodeName: n, devices: [{name: a}]}}]",
-            "nodeGroups[0].resourceSlices[0].spec.nodeName: must not be set",
+            "nodeGroups[0].resourceSlices[0]: spec.nodeName: must not be set",
         ),
         (
             "[{spec: {driver: d, devices: [{name: a}, {name: a}]}}]",
-            "nodeGroups[0].resourceSlices[0].spec.devices[1].name: device 'a'",
+            "nodeGroups[0].resourceSlices[0]: spec.devices: Duplicate value: device 'a'",
         ),
         ("[{spec: {driver: d, devices: [{colour: a}]}}]", "nodeGroups[0].resourceSlices[0]"),
     ],
