@@ -70,6 +70,7 @@ def procfile_running(root: Path, clock: str) -> Iterator[Path]:
     (root / "Procfile").write_text(text)
     (root / "hack").mkdir()
     shutil.copy(REPO_ROOT / "hack" / "cloud.yaml", root / "hack" / "cloud.yaml")
+    shutil.copytree(REPO_ROOT / "hack" / "dra", root / "hack" / "dra")  # the kubelets' devices
     (root / ".kemu").mkdir()
     env = user_env()
     if clock == "virtual":  # (as the Makefile's run target sets them for CLOCK=virtual)
