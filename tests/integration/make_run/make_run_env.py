@@ -1,8 +1,8 @@
 """`make run` for the tests of the local cluster: the real Procfile under honcho, in a temporary
-directory that holds a copy of the Procfile and of hack/cloud.yaml (so that `.kemu/` goes
-there), with the environment the Makefile's run target gives it; and kemuctl as a user runs it
-next to it (its default server, 127.0.0.1:6443). Skipped when one of the Procfile's fixed ports
-is taken (another `make run`)."""
+directory that holds a copy of the Procfile, of hack/cloud.yaml and of hack/dra/ (so that `.kemu/`
+goes there), with the environment the Makefile's run target gives it; and kemuctl as a user runs it
+next to it (its default server, 127.0.0.1:6443). Skipped when one of the Procfile's fixed ports is
+taken (another `make run`)."""
 
 from __future__ import annotations
 
