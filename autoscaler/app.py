@@ -14,6 +14,7 @@ and serves the result at GET /debug/caches.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import random
@@ -45,6 +46,7 @@ from kemu.client.controlplane import (
 from kemu.client.events import EventRecorder
 from kemu.client.informer import InformerFactory
 from kemu.client.interface import ApiClient
+from kemu.component.featuregate import DYNAMIC_RESOURCE_ALLOCATION
 from kemu.component.options import (
     DECISIONS_DEBUG_HANDLER,
     parse_component_args,
@@ -55,6 +57,7 @@ from kemu.component.runner import (
     cleanup_scope,
     run_component,
 )
+from kemu.scheduling.dra_snapshot import SimulationDraManager
 from kemu.scheduling.plugins.registry import Registry
 from kemu.scheduling.plugins.volumes import STORAGE_KINDS
 from kemu.scheduling.runtime import Framework, FrameworkOptions
@@ -106,13 +109,28 @@ class _Informers:
             *STORAGE_KINDS,
         ):
             factory.informer(kind)
+        # DRA (upstream's --enable-dynamic-resource-allocation; here the
+        # DynamicResourceAllocation gate): the claims, slices and classes the simulations copy
+        # into their DraSnapshot each loop.
+        self.dra = ctx.gates.enabled(DYNAMIC_RESOURCE_ALLOCATION)
+        self.claims = factory.informer(types_pb2.ResourceClaim) if self.dra else None
+        self.slices = factory.informer(types_pb2.ResourceSlice) if self.dra else None
+        self.classes = factory.informer(types_pb2.DeviceClass) if self.dra else None
 
     def listers(self) -> ListerRegistry:
-        return ListerRegistry(
+        registry = ListerRegistry(
             nodes=self.nodes.lister.list,
             pods=self.pods.lister.list,
             pdbs=self.pdbs.lister.list,
             daemonsets=self.daemonsets.lister.list,
+        )
+        if self.claims is None or self.slices is None or self.classes is None:
+            return registry
+        return dataclasses.replace(
+            registry,
+            resource_claims=self.claims.lister.list,
+            resource_slices=self.slices.lister.list,
+            device_classes=self.classes.lister.list,
         )
 
     def priority_config(self) -> str | None:
@@ -157,7 +175,12 @@ class Autoscaler:
                 simulation.profile,
                 simulation.registry,
                 options=FrameworkOptions(
-                    clock=self.ctx.clock, gates=self.ctx.gates, informer_factory=informers.factory
+                    clock=self.ctx.clock,
+                    gates=self.ctx.gates,
+                    informer_factory=informers.factory,
+                    # The simulations' claims, slices and classes (upstream's
+                    # WithSharedDraManager on its DRA snapshot).
+                    dra_manager=SimulationDraManager() if informers.dra else None,
                 ),
                 snapshot=Snapshot(),
             )

@@ -17,6 +17,7 @@ from autoscaler.metrics import Metrics
 from kemu.api.cloud.v1 import cloud_pb2
 from kemu.api.v1 import types_pb2
 from kemu.client.clock import PeerCalls
+from kemu.client.cloudprovider import NodeGroupTemplate
 from kemu.component.clock import Clock
 from kemu.machinery.errors import ApiError
 from kemu.machinery.node_conditions import is_node_ready
@@ -48,7 +49,7 @@ class CloudApi(Protocol):
 
     async def nodes(self, group: str) -> list[cloud_pb2.Instance]: ...
 
-    async def template_node(self, group: str) -> types_pb2.Node: ...
+    async def template(self, group: str) -> NodeGroupTemplate: ...
 
 
 def instance_name(provider_id: str) -> str:
@@ -93,7 +94,7 @@ class ClusterState:
         self._max_provision = max_node_provision_time
         # Instance id -> when this autoscaler first saw it creating (monotonic).
         self._creating_since: dict[str, float] = {}
-        self._templates: dict[str, types_pb2.Node] = {}
+        self._templates: dict[str, NodeGroupTemplate] = {}
         # Group -> when this autoscaler last grew it (monotonic): its new instances count
         # their provisioning time from then.
         self._scaled_up_at: dict[str, float] = {}
@@ -101,11 +102,11 @@ class ClusterState:
     def register_scale_up(self, group: str, now: float) -> None:
         self._scaled_up_at[group] = now
 
-    async def template(self, group: str) -> types_pb2.Node:
-        """The group's template Node (asked once per group)."""
+    async def template(self, group: str) -> NodeGroupTemplate:
+        """The group's template Node and its ResourceSlices (asked once per group)."""
         t = self._templates.get(group)
         if t is None:
-            t = self._templates[group] = await self._cloud.template_node(group)
+            t = self._templates[group] = await self._cloud.template(group)
         return t
 
     async def update(self, nodes: Sequence[types_pb2.Node]) -> dict[str, GroupState]:

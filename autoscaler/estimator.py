@@ -55,7 +55,7 @@ def estimate(
 
     placed: list[types_pb2.Pod] = []
     for pod in ordered:
-        node, _ = checker.fits_any_node(sim, pod, is_new)
+        node, _ = checker.schedule_pod_on_any_node_matching(sim, pod, is_new)
         if node is None:
             if len(new_nodes) >= max_nodes:
                 continue
@@ -67,10 +67,9 @@ def estimate(
                 template.add_copy(sim, empty)
                 new_nodes.append(empty)
                 new_set.add(empty)
-            if checker.check_predicates(sim, pod, empty).code is not Code.SUCCESS:
+            if checker.schedule_pod(sim, pod, empty).code is not Code.SUCCESS:
                 continue
             node = empty
-        sim.add_pod(pod, node)
         used.add(node)
         placed.append(pod)
     return Estimate(len(used), placed)

@@ -34,6 +34,7 @@ from autoscaler.backoff import Backoff
 from autoscaler.clusterstate import CloudApi, ClusterState, GroupState
 from autoscaler.config import AutoscalingOptions
 from autoscaler.decisions import LoopDecisionLog
+from autoscaler.dra import filter_out_nodes_with_unready_devices
 from autoscaler.expander import Expander
 from autoscaler.metrics import Metrics
 from autoscaler.pods import PodSets, is_expendable, sort_pods
@@ -48,6 +49,7 @@ from kemu.component.clock import Clock
 from kemu.machinery.errors import ApiError
 from kemu.machinery.keys import object_key
 from kemu.machinery.node_conditions import is_node_ready
+from kemu.scheduling.dra_snapshot import DraSnapshot
 from kemu.scheduling.runtime import Framework
 from kemu.scheduling.simulator import ClusterSnapshot, PredicateChecker
 from kemu.scheduling.types import pod_priority
@@ -68,6 +70,9 @@ class ListerRegistry:
     pods: Callable[[], Sequence[types_pb2.Pod]]
     pdbs: Callable[[], Sequence[types_pb2.PodDisruptionBudget]] = _nothing
     daemonsets: Callable[[], Sequence[types_pb2.DaemonSet]] = _nothing
+    resource_claims: Callable[[], Sequence[types_pb2.ResourceClaim]] = _nothing
+    resource_slices: Callable[[], Sequence[types_pb2.ResourceSlice]] = _nothing
+    device_classes: Callable[[], Sequence[types_pb2.DeviceClass]] = _nothing
 
 
 @dataclass(frozen=True)
@@ -208,6 +213,10 @@ class StaticAutoscaler:
             # Expendable pods are invisible to the simulation (upstream RunOnce:
             # FilterOutExpendablePods before initializeClusterSnapshot): their room is free,
             # to a pending pod (the scheduler will preempt them) and to a drained one.
+            templates = await self._templates(groups)
+            dra = self._dra_snapshot()
+            if dra is not None:
+                nodes = filter_out_nodes_with_unready_devices(nodes, groups, templates, dra)
             snapshot = ClusterSnapshot.from_objects(
                 [
                     p
@@ -216,6 +225,7 @@ class StaticAutoscaler:
                 ],
                 nodes,
                 opts.counting,
+                dra,
             )
             for pod, node in pods.nominated:
                 snapshot.add_pod(pod, node)
@@ -237,7 +247,6 @@ class StaticAutoscaler:
                     pod_priority(pod),
                     opts.expendable_pods_priority_cutoff,
                 )
-            templates = await self._templates(groups)
             self._add_upcoming_nodes(snapshot, groups, templates)
         self._metrics.unschedulable_pods_count.labels("unschedulable").set(
             len(pods.unschedulable) + len(pods.too_young) + len(pods.nominated_elsewhere)
@@ -296,13 +305,26 @@ class StaticAutoscaler:
         self._metrics.nodes_count.labels("notStarted").set(unregistered)
 
     async def _templates(self, groups: dict[str, GroupState]) -> dict[str, TemplateNodeInfo]:
-        """Every group's template node with the pods of the DaemonSets that would run on it,
-        built anew each loop (the DaemonSets change; the cloud's template is asked once)."""
+        """Every group's template node with the pods of the DaemonSets that would run on it
+        and, with DRA, its ResourceSlices, built anew each loop (the DaemonSets change; the
+        cloud's template is asked once)."""
         daemonsets = self._listers.daemonsets()
-        return {
-            g: template_node_info(g, await self.cluster_state.template(g), daemonsets)
-            for g in groups
-        }
+        out = {}
+        for g in groups:
+            t = await self.cluster_state.template(g)
+            slices = t.resource_slices if self.checker.simulates_dra else ()
+            out[g] = template_node_info(g, t.node, daemonsets, slices)
+        return out
+
+    def _dra_snapshot(self) -> DraSnapshot | None:
+        """The claims, slices and classes of the informers (None without DRA: upstream's
+        --enable-dynamic-resource-allocation, here the DynamicResourceAllocation gate)."""
+        if not self.checker.simulates_dra:
+            return None
+        listers = self._listers
+        return DraSnapshot(
+            listers.resource_claims(), listers.resource_slices(), listers.device_classes()
+        )
 
     @staticmethod
     def _add_upcoming_nodes(
@@ -322,11 +344,10 @@ class StaticAutoscaler:
         remaining: list[types_pb2.Pod] = []
         for pod in sorted(pods, key=pod_priority, reverse=True):
             await anyio.lowlevel.checkpoint()  # (a long list does not hold the event loop)
-            node, _ = self.checker.fits_any_node(snapshot, pod)
+            node, _ = self.checker.schedule_pod_on_any_node_matching(snapshot, pod)
             if node is None:
                 remaining.append(pod)
                 continue
-            snapshot.add_pod(pod, node)
             result.placements[object_key(pod)] = node
         if result.placements:
             logger.info(

@@ -7,16 +7,23 @@ run on it (kemu.scheduling.daemon: node name, selector, required affinity, taint
 checks a pending pod against that, the estimator packs pods next to those daemon pods, and an
 upcoming node counts them too. A pod that fits only a template without its daemons triggers no
 scale-up. Every copy put into a snapshot carries the daemon pods under its own name.
+
+A group's template also carries the node-local ResourceSlices a new node publishes (the cloud's
+NodeGroupTemplateNodeInfo: upstream TemplateNodeInfo's LocalResourceSlices); each copy gets
+them sanitized to its own name and pool (upstream simulator/dynamicresources/utils/sanitize.go
+SanitizedNodeResourceSlices), so a pod whose claims fit only a group's devices scales that
+group up, from zero too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
 from kemu.api.v1 import types_pb2
 from kemu.scheduling.daemon import new_pod, node_should_run_daemon_pod
+from kemu.scheduling.dra_snapshot import sanitized_slices
 from kemu.scheduling.simulator import ClusterSnapshot
 
 HOSTNAME_LABEL: Final = "kubernetes.io/hostname"
@@ -41,6 +48,8 @@ class TemplateNodeInfo:
 
     node: types_pb2.Node
     daemon_pods: tuple[types_pb2.Pod, ...] = ()
+    resource_slices: tuple[types_pb2.ResourceSlice, ...] = ()
+    """The template node's node-local slices (nodeName and pool: the template's name)."""
 
     @property
     def name(self) -> str:
@@ -49,7 +58,9 @@ class TemplateNodeInfo:
     def add_copy(self, snapshot: ClusterSnapshot, name: str) -> None:
         """Adds a node like the template, named `name`, with its daemon pods, to `snapshot`
         (upstream FreshNodeInfoFromTemplateNodeInfo)."""
-        snapshot.add_node(named_template(self.node, name))
+        snapshot.add_node(
+            named_template(self.node, name), sanitized_slices(self.resource_slices, name)
+        )
         for template_pod in self.daemon_pods:
             pod = types_pb2.Pod()
             pod.CopyFrom(template_pod)
@@ -60,11 +71,14 @@ class TemplateNodeInfo:
 
 
 def template_node_info(
-    group: str, node: types_pb2.Node, daemonsets: Iterable[types_pb2.DaemonSet]
+    group: str,
+    node: types_pb2.Node,
+    daemonsets: Iterable[types_pb2.DaemonSet],
+    resource_slices: Sequence[types_pb2.ResourceSlice] = (),
 ) -> TemplateNodeInfo:
-    """The group's template (`node`, from the cloud) with a pod of each DaemonSet that should
-    run on it, as its controller would create it (daemon tolerations, the DaemonSet as the
-    controller owner)."""
+    """The group's template (`node` and its `resource_slices`, from the cloud) with a pod of
+    each DaemonSet that should run on it, as its controller would create it (daemon
+    tolerations, the DaemonSet as the controller owner)."""
     template = named_template(node, template_name(group))
     pods: list[types_pb2.Pod] = []
     for ds in sorted(daemonsets, key=lambda d: (d.metadata.namespace, d.metadata.name)):
@@ -83,4 +97,5 @@ def template_node_info(
             controller=True,
         )
         pods.append(pod)
-    return TemplateNodeInfo(template, tuple(pods))
+    slices = tuple(sanitized_slices(resource_slices, template.metadata.name))
+    return TemplateNodeInfo(template, tuple(pods), slices)

@@ -10,6 +10,12 @@
         taints: []                   # as in a Node spec
         kubeletArgs: ["--emulated-version", "1.36"]
       externalNodes: false           # true: the cloud runs no kubelet for its instances
+      resourceSlices:                # the DRA devices its nodes publish (optional)
+      - apiVersion: resource.k8s.io/v1
+        kind: ResourceSlice
+        spec:
+          driver: gpu.example.com
+          devices: [{name: gpu-0}, {name: gpu-1}]
       failures:                      # kemu's injected failures (optional)
         neverReady: 0                # the next N instances never come up
         outOfCapacity: false         # new instances fail with OutOfResources
@@ -18,6 +24,14 @@
 autoscaler bench's 1000 nodes): the group's instances run no kubelet; whoever makes the load
 registers each instance's Node (its name, `spec.providerID` kemu://<group>/<instance>, the
 label kemu.io/node-group) and the instance is running while that Node is Ready.
+
+`resourceSlices`: ResourceSlice manifests, the shape of a kubelet's `--dra-slice-file` (its
+kemu annotations too): every instance's kubelet publishes them as its node's pool (the cloud
+writes them to a file and passes --dra-slice-file), and the group's template node carries them
+(NodeGroupTemplateNodeInfo's resource_slice_bytes: upstream TemplateNodeInfo's
+LocalResourceSlices), so that a group scaled to zero still scales up for a pod's claims.
+What a kubelet fills in (metadata.name, generateName, ownerReferences, spec.nodeName,
+spec.pool, nodeSelector, allNodes, perDeviceNodeSelection) must not be set.
 
 Unknown fields and bad values are a ConfigError naming the field (`nodeGroups[0].maxSize:
 ...`). Group names become part of instance and Node names, so they are DNS labels.
@@ -35,6 +49,7 @@ import yaml
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.convert import fill_message
+from kemu.machinery.dra_slice_file import read_manifests, slices_for_node
 from kemu.machinery.errors import Invalid
 from kemu.machinery.quantity import format_resource, to_int
 from kemu.machinery.validation.meta import validate_labels
@@ -59,6 +74,7 @@ _RESERVED_KUBELET_FLAGS: Final = (
     "--node-ip",
     "--root-dir",
     "--metrics-port",
+    "--dra-slice-file",
 )
 
 
@@ -91,6 +107,23 @@ class NodeGroupConfig:
     failures: Failures = Failures()
     external_nodes: bool = False
     """externalNodes: the instances run no kubelet; their Nodes are registered by others."""
+    resource_slices: tuple[Mapping[str, object], ...] = ()
+    """resourceSlices: the manifests as given (what the kubelets' --dra-slice-file holds)."""
+
+    def template_resource_slices(self, node_name: str) -> list[types_pb2.ResourceSlice]:
+        """The slices a node `node_name` of the group publishes, as its kubelet fills them in
+        (spec.nodeName, spec.pool: name = the node, generation 1, resourceSliceCount = the
+        driver's slices), kemu's annotations dropped (upstream's template node's
+        LocalResourceSlices)."""
+        drivers = read_manifests([("", m) for m in self.resource_slices])
+        parsed: list[types_pb2.ResourceSlice] = []
+        for driver in drivers.drivers:
+            for s in slices_for_node(driver, node_name, node_uid="", generation=1):
+                s.metadata.name = f"{node_name}-{driver.driver}-{len(parsed)}".replace("/", "-")
+                s.metadata.generate_name = ""
+                del s.metadata.owner_references[:]
+                parsed.append(s)
+        return parsed
 
 
 @dataclass(frozen=True)
@@ -135,7 +168,9 @@ def parse_config(text: str) -> CloudConfig:
 
 def _group(data: object, path: str) -> NodeGroupConfig:
     obj = _object(
-        data, path, {"name", "minSize", "maxSize", "template", "failures", "externalNodes"}
+        data,
+        path,
+        {"name", "minSize", "maxSize", "template", "failures", "externalNodes", "resourceSlices"},
     )
     for required in ("name", "maxSize", "template"):
         if required not in obj:
@@ -160,7 +195,21 @@ def _group(data: object, path: str) -> NodeGroupConfig:
         template=_template(obj["template"], f"{path}.template", name),
         failures=_failures(obj.get("failures", {}), f"{path}.failures"),
         external_nodes=external,
+        resource_slices=_resource_slices(obj.get("resourceSlices", []), f"{path}.resourceSlices"),
     )
+
+
+def _resource_slices(data: object, path: str) -> tuple[Mapping[str, object], ...]:
+    """The group's ResourceSlice manifests, checked as the kubelet's --dra-slice-file is
+    (kemu.machinery.dra_slice_file)."""
+    if not isinstance(data, list):
+        raise ConfigError(f"{path}: expected a list, got {_type(data)}")
+    objects = [_object(item, f"{path}[{i}]", None) for i, item in enumerate(data)]
+    try:
+        read_manifests([(f"{path}[{i}]", obj) for i, obj in enumerate(objects)])
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    return tuple(objects)
 
 
 def _template(data: object, path: str, group: str) -> NodeTemplate:

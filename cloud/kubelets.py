@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Final
 
 import anyio
+import yaml
 
 from cloud.config import NODE_GROUP_LABEL, NodeGroupConfig
 from kemu.machinery.node_control import add_line, is_removed, remove_line
@@ -72,7 +73,18 @@ class KubeletLaunch:
             argv += ["--register-with-taints", taints]
         if self.clock_mode is not ClockMode.REAL:
             argv += ["--clock", self.clock_mode.value]
+        if group.resource_slices:
+            argv += ["--dra-slice-file", str(self.slice_file(group))]
         return [*argv, *template.kubelet_args]
+
+    def slice_file(self, group: NodeGroupConfig) -> Path:
+        """The group's resourceSlices written as its kubelets' --dra-slice-file
+        (<instances-dir>/<group>.resourceslices.yaml, rewritten at each start: the config
+        may have changed with a restarted cloud)."""
+        path = self.instances_dir / f"{group.name}.resourceslices.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump([dict(m) for m in group.resource_slices]))
+        return path
 
 
 def kubelet_argv(

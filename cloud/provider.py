@@ -263,6 +263,11 @@ class Cloud:
         """A Node as a new instance of `group` registers it (name "template-<group>")."""
         return template_node(self.group(group))
 
+    def template_resource_slices(self, group: str) -> list[types_pb2.ResourceSlice]:
+        """The ResourceSlices the template node publishes (the group's resourceSlices)."""
+        g = self.group(group)
+        return g.template_resource_slices(template_node(g).metadata.name)
+
     # ------------------------------------------------------------------ changes
 
     async def increase_size(self, group: str, delta: int) -> list[str]:

@@ -167,7 +167,11 @@ class CloudProviderServicer(cloud_pb2_grpc.CloudProviderServicer):
     ) -> cloud_pb2.NodeGroupTemplateNodeInfoResponse:
         async def template() -> cloud_pb2.NodeGroupTemplateNodeInfoResponse:
             node = self._cloud.template_node(request.id)
-            return cloud_pb2.NodeGroupTemplateNodeInfoResponse(node_bytes=node.SerializeToString())
+            slices = self._cloud.template_resource_slices(request.id)
+            return cloud_pb2.NodeGroupTemplateNodeInfoResponse(
+                node_bytes=node.SerializeToString(),
+                resource_slice_bytes=[s.SerializeToString() for s in slices],
+            )
 
         return await self._call(context, template)
 

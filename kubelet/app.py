@@ -42,9 +42,9 @@ from kemu.component.featuregate import (
 from kemu.component.options import parse_component_args
 from kemu.component.pod_resources import pod_resources_options
 from kemu.component.runner import ComponentContext, cleanup_scope, run_component
+from kemu.machinery.dra_slice_file import NO_DRIVERS
 from kubelet.checkpoint import Checkpoint
 from kubelet.dra_driver import BindingConditionsDriver
-from kubelet.dra_slice_file import NO_DRIVERS
 from kubelet.network import default_node_ip
 from kubelet.node_control import serve_node_control
 from kubelet.node_status import NodeAgent

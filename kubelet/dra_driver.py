@@ -28,8 +28,8 @@ from kemu.client.interface import ApiClient
 from kemu.client.workqueue import WorkQueue
 from kemu.component.clock import Clock
 from kemu.machinery.convert import timestamp
+from kemu.machinery.dra_slice_file import DraDrivers
 from kemu.machinery.errors import ApiError, Conflict, NotFound
-from kubelet.dra_slice_file import DraDrivers
 
 logger = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """The kubelet's DRA manager (upstream pkg/kubelet/cm/dra/manager.go: PrepareResources,
-UnprepareResources), over the simulated drivers of --dra-slice-file (kubelet.dra_slice_file).
+UnprepareResources), over the simulated drivers of --dra-slice-file (kemu.machinery.dra_slice_file).
 
 A pod with `spec.resourceClaims` is admitted into PodState.PREPARING: its sandbox is not
 created until every claim is prepared. Each sync (PodSyncer) calls `prepare_resources`, which
@@ -43,6 +43,7 @@ from prometheus_client.registry import Collector
 from kemu.api.v1 import types_pb2
 from kemu.client.events import EventRecorder
 from kemu.client.interface import ApiClient
+from kemu.machinery.dra_slice_file import DraDrivers
 from kemu.machinery.errors import ApiError
 from kemu.machinery.kinds import EVENT_WARNING
 from kemu.machinery.resourceclaim import (
@@ -53,7 +54,6 @@ from kemu.machinery.resourceclaim import (
     not_for_pod_message,
     pod_claim_name,
 )
-from kubelet.dra_slice_file import DraDrivers
 from kubelet.runtime import PodRuntime
 
 logger = logging.getLogger(__name__)

@@ -15,8 +15,8 @@ from typing import Final
 from kemu.api.v1 import types_pb2
 from kemu.client.endpoints import add_server_flag
 from kemu.component.options import duration_flag, new_parser
+from kemu.machinery.dra_slice_file import NO_DRIVERS, DraDrivers, load_slice_file
 from kemu.machinery.quantity import format_resource, parse_capacity_flag, to_int
-from kubelet.dra_slice_file import NO_DRIVERS, DraDrivers, load_slice_file
 from kubelet.network import DEFAULT_NODE_IP_RANGE, default_node_ip, parse_node_ip
 from kubelet.resize_retry import DEFAULT_RETRY_PERIOD, INITIAL_RETRY_DELAY
 from kubelet.settings import (
@@ -191,7 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
         "or sharedCounters) the kubelet publishes for each of its nodes once its Node exists, "
         "with spec.nodeName and spec.pool (name = the node's name) filled in; annotations "
         "kubelet.kemu.io/prepare-delay, binding-delay and binding-failure-devices set what "
-        "the driver does (kubelet.dra_slice_file)",
+        "the driver does (kemu.machinery.dra_slice_file)",
     )
     return parser
 

@@ -36,6 +36,7 @@ from kemu.client.informer import FuncHandler
 from kemu.client.interface import ApiClient
 from kemu.client.workqueue import WorkQueue
 from kemu.component.clock import Clock
+from kemu.machinery.dra_slice_file import NO_DRIVERS, DraDrivers
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.keys import revision_of
 from kemu.machinery.kinds import EVENT_WARNING
@@ -53,7 +54,6 @@ from kubelet.dra_manager import (
     DraManager,
     PrepareError,
 )
-from kubelet.dra_slice_file import NO_DRIVERS, DraDrivers
 from kubelet.pod_manager import NodePods
 from kubelet.preemption import (
     PREEMPT_MESSAGE,

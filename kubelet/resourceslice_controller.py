@@ -3,7 +3,7 @@ dynamic-resource-allocation/resourceslice/resourceslicecontroller.go, which a dr
 plugin runs with the Node as owner).
 
 Once a node's Node exists (the node informer shows it), each driver of --dra-slice-file
-(kubelet.dra_slice_file) has its pool published for the node: pool name = the node's name,
+(kemu.machinery.dra_slice_file) has its pool published for the node: pool name = the node's name,
 `spec.nodeName` = the node, one slice per slice of the file, each owned by the Node (so the
 garbage collector removes them when the Node goes, as upstream). The slices already there for
 the node are reconciled as upstream's syncPool does: when they match what the file says
@@ -27,8 +27,8 @@ from kemu.client.informer import Informer
 from kemu.client.interface import ApiClient
 from kemu.client.workqueue import WorkQueue
 from kemu.component.clock import Clock
+from kemu.machinery.dra_slice_file import DraDrivers, DriverSlices, slices_for_node
 from kemu.machinery.errors import ApiError, NotFound
-from kubelet.dra_slice_file import DraDrivers, DriverSlices, slices_for_node
 
 logger = logging.getLogger(__name__)
 

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Final
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery.dra_slice_file import NO_DRIVERS, DraDrivers
 from kemu.machinery.quantity import to_int
 from kemu.machinery.resources import DEFAULT_OPTIONS, PodResourcesOptions
-from kubelet.dra_slice_file import NO_DRIVERS, DraDrivers
 from kubelet.resize_retry import DEFAULT_RETRY_PERIOD
 
 DEFAULT_LEASE_DURATION_SECONDS: Final = 40

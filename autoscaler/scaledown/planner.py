@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import anyio.lowlevel
 
 from autoscaler.clusterstate import GroupState
+from autoscaler.dra import pod_binding_with_devices
 from autoscaler.scaledown.eligibility import UnremovableReason, Utilization, check
 from autoscaler.scaledown.options import ScaleDownOptions
 from autoscaler.scaledown.removal import simulate_removal
@@ -24,7 +25,9 @@ from autoscaler.scaledown.rules import NodePods, PdbTracker, classify
 from autoscaler.scaledown.unneeded import UnneededNodes
 from kemu.api.v1 import types_pb2
 from kemu.machinery.duration import format_duration
+from kemu.machinery.keys import object_key
 from kemu.machinery.node_conditions import is_node_ready
+from kemu.scheduling.dra_snapshot import DraSnapshot
 from kemu.scheduling.simulator import ClusterSnapshot, PredicateChecker
 from kemu.scheduling.types import NodeInfo
 
@@ -71,6 +74,8 @@ class _Categorizing:
     working: ClusterSnapshot
     budgets: PdbTracker
     removed: set[str]
+    dra: DraSnapshot | None = None
+    """The DRA objects of the loop's snapshot (utilization is of the snapshot as it was)."""
     simulated: int = 0
 
 
@@ -112,6 +117,7 @@ class Planner:
             working=snapshot,
             budgets=PdbTracker(pdbs),
             removed=set(deleting),
+            dra=snapshot.dra,
         )
         # Nodes unneeded before come first, so that their since-times hold.
         previous = set(self.unneeded.names())
@@ -150,12 +156,25 @@ class Planner:
             in_group=name in state.group_of,
             opts=self._opts,
             now=wall,
+            dra=state.dra,
         )
         if reason is not None:
             plan.unremovable[name] = (reason, message)
             return
         current = state.working.get(name)
         assert current is not None
+        binding = (
+            None
+            if state.dra is None
+            else pod_binding_with_devices((pi.pod for pi in ni.pods), name, state.dra)
+        )
+        if binding is not None:
+            plan.unremovable[name] = (
+                UnremovableReason.BLOCKED_BY_POD,
+                f"pod {object_key(binding)} is being bound to the node with its devices "
+                "allocated there",
+            )
+            return
         trial = state.budgets.fork()
         pods = classify(
             [pi.pod for pi in current.pods],

@@ -29,7 +29,7 @@ def simulate_removal(
         moved = types_pb2.Pod()
         moved.CopyFrom(pod)
         moved.spec.node_name = ""
-        target, status = checker.fits_any_node(sim, moved, destination)
+        target, status = checker.schedule_pod_on_any_node_matching(sim, moved, destination)
         if target is None:
             why = ", ".join(status.reasons) or status.code.name
             return (
@@ -38,6 +38,5 @@ def simulate_removal(
                 f"can reschedule only {len(placed)} out of {len(pods)} pods: "
                 f"{object_key(pod)} fits no other node ({why})",
             )
-        sim.add_pod(moved, target)
         placed[object_key(pod)] = target
     return sim, placed, ""

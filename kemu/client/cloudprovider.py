@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Final, TypeVar, cast
 
 import anyio
@@ -21,6 +22,15 @@ _SERVICE: Final = "/kemu.api.cloud.v1.CloudProvider/"
 DEFAULT_TIMEOUT: Final = 30.0
 
 Resp = TypeVar("Resp", bound=Message)
+
+
+@dataclass(frozen=True)
+class NodeGroupTemplate:
+    """NodeGroupTemplateNodeInfo's answer: the Node a new instance registers and the node-local
+    ResourceSlices it publishes (upstream TemplateNodeInfo's LocalResourceSlices)."""
+
+    node: types_pb2.Node
+    resource_slices: tuple[types_pb2.ResourceSlice, ...] = ()
 
 
 class CloudProviderClient:
@@ -122,12 +132,19 @@ class CloudProviderClient:
         return list(out.instances)
 
     async def template_node(self, group: str) -> types_pb2.Node:
+        return (await self.template(group)).node
+
+    async def template(self, group: str) -> NodeGroupTemplate:
+        """The group's template node and the ResourceSlices it publishes."""
         out = await self._call(
             "NodeGroupTemplateNodeInfo",
             cloud_pb2.NodeGroupTemplateNodeInfoRequest(id=group),
             cloud_pb2.NodeGroupTemplateNodeInfoResponse,
         )
-        return types_pb2.Node.FromString(out.node_bytes)
+        return NodeGroupTemplate(
+            types_pb2.Node.FromString(out.node_bytes),
+            tuple(types_pb2.ResourceSlice.FromString(b) for b in out.resource_slice_bytes),
+        )
 
     async def set_failures(
         self, group: str, *, never_ready: int = 0, out_of_capacity: bool = False

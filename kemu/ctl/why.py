@@ -24,7 +24,7 @@ the best others: `node`, `total`, `scores` plugin -> weighted score), `phases` (
 `priority`, `pdbs`; `pdbViolations`, `candidates`, `criterion`, `clearedNominations`), `bound`,
 `expectedNodeName`: scheduler/decisions.py), `nominations` (each `action` "set" or "cleared", `node`, `by`, `time`),
 `claims` (the pod's ResourceClaims now: `name`, `claim`, `allocated`, `devices`, `nodeSelector`,
-`reservedFor`, `allocationTime`, `problem`) and `events` (each `time`, `type`, `reason`, `from`, `message`), all in order. For a node: `node`,
+`reservedFor`, `allocationTime`, `requests`, `problem`) and `events` (each `time`, `type`, `reason`, `from`, `message`), all in order. For a node: `node`,
 `gone` (true once deleted: its verdicts and events outlive it), `verdicts` (`time`,
 `verdict`, `message`) and `events`. Times are RFC 3339.
 
@@ -111,7 +111,11 @@ class ClaimEntry(TypedDict):
     """One of the pod's ResourceClaims: `name` (the pod's entry), `claim` (NAMESPACE/NAME or
     null when not created yet), `allocated`, `devices` (REQUEST: DRIVER/POOL/DEVICE),
     `nodeSelector` (the allocation's, as text, or null), `reservedFor` (pod names),
-    `allocationTime` (with binding conditions) and `problem` (why it cannot be read)."""
+    `allocationTime` (with binding conditions), `requests` (what the claim asks for, one
+    text per request: `REQUEST: class CLASS, COUNT[, where SELECTOR && ...]`, a firstAvailable
+    request as `REQUEST: first of SUB (...) | SUB (...)`; printed while it is not allocated, so
+    that an unschedulable pod's story names the class and the request no device satisfied) and
+    `problem` (why it cannot be read)."""
 
     name: str
     claim: str | None
@@ -120,6 +124,7 @@ class ClaimEntry(TypedDict):
     nodeSelector: str | None
     reservedFor: list[str]
     allocationTime: str | None
+    requests: list[str]
     problem: str | None
 
 
@@ -227,8 +232,42 @@ def claim_entry(
         "nodeSelector": selector,
         "reservedFor": [r.name for r in claim.status.reserved_for] if claim is not None else [],
         "allocationTime": when,
+        "requests": [] if claim is None else claim_requests(claim.spec),
         "problem": problem,
     }
+
+
+def claim_requests(spec: types_pb2.ResourceClaimSpec) -> list[str]:
+    """What each request of a claim asks for, as text (see ClaimEntry.requests)."""
+    out = []
+    for r in spec.devices.requests:
+        if r.first_available:
+            subs = " | ".join(
+                f"{s.name} ({_request_text(s.device_class_name, s.allocation_mode, s.count, s.selectors)})"
+                for s in r.first_available
+            )
+            out.append(f"{r.name}: first of {subs}")
+            continue
+        e = r.exactly
+        out.append(
+            f"{r.name}: {_request_text(e.device_class_name, e.allocation_mode, e.count, e.selectors)}"
+        )
+    return out
+
+
+def _request_text(
+    device_class: str, mode: str, count: int, selectors: Sequence[types_pb2.DeviceSelector]
+) -> str:
+    if mode == "All":
+        how_many = "all devices"
+    else:
+        n = count or 1
+        how_many = f"{n} device{'s' if n != 1 else ''}"
+    text = f"class {device_class}, {how_many}"
+    exprs = [s.cel.expression.strip() for s in selectors if s.HasField("cel")]
+    if exprs:
+        text += ", where " + " && ".join(exprs)
+    return text
 
 
 def _selector_text(sel: types_pb2.NodeSelector) -> str:
@@ -418,7 +457,8 @@ def _claim_text(c: ClaimEntry) -> str:
     if c["problem"]:
         return f"{where}: {c['problem']}"
     if not c["allocated"]:
-        return f"ResourceClaim {where} not allocated"
+        asks = "".join(f"; request {r}" for r in c["requests"])
+        return f"ResourceClaim {where} not allocated{asks}"
     text = f"ResourceClaim {where} allocated: {', '.join(c['devices'])}"
     if c["nodeSelector"]:
         text += f" (nodes: {c['nodeSelector']})"

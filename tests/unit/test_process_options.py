@@ -82,3 +82,26 @@ def test_every_procfile_line_parses_with_its_process_flags() -> None:
                 parser.parse_args(argv)
             except SystemExit:
                 pytest.fail(f"Procfile {entry}: {err.getvalue().strip()}")
+
+
+def test_the_procfile_kubelets_slice_files_load() -> None:
+    """S-DRA-WALK-1: make run's kubelet-b and kubelet-c publish the GPUs the README's walk
+    allocates (hack/dra/): each --dra-slice-file of the Procfile names a file the kubelet
+    loads (a bad one would stop that kubelet at start-up)."""
+    from pathlib import Path
+
+    from kubelet.dra_slice_file import load_slice_file
+
+    root = Path(__file__).resolve().parents[2]
+    files = {
+        entry: argv[argv.index("--dra-slice-file") + 1]
+        for entry, process, argv in _procfile_commands()
+        if process == "kubelet" and "--dra-slice-file" in argv
+    }
+    assert files == {"kubelet-b": "hack/dra/node-b.yaml", "kubelet-c": "hack/dra/node-c.yaml"}
+    devices = {
+        entry: [d.name for driver in load_slice_file(root / path).drivers for s in driver.slices
+                for d in s.spec.devices]
+        for entry, path in files.items()
+    }  # fmt: skip
+    assert devices == {"kubelet-b": ["gpu-0", "gpu-1"], "kubelet-c": ["gpu-0"]}

@@ -1,8 +1,8 @@
 """`make run` for the tests of the local cluster: the real Procfile under honcho, in a temporary
-directory that holds a copy of the Procfile and of hack/cloud.yaml (so that `.kemu/` goes
-there), with the environment the Makefile's run target gives it; and kemuctl as a user runs it
-next to it (its default server, 127.0.0.1:6443). Skipped when one of the Procfile's fixed ports
-is taken (another `make run`)."""
+directory that holds a copy of the Procfile, of hack/cloud.yaml and of hack/dra/ (so that `.kemu/`
+goes there), with the environment the Makefile's run target gives it; and kemuctl as a user runs it
+next to it (its default server, 127.0.0.1:6443). Skipped when one of the Procfile's fixed ports is
+taken (another `make run`)."""
 
 from __future__ import annotations
 
@@ -70,6 +70,7 @@ def procfile_running(root: Path, clock: str) -> Iterator[Path]:
     (root / "Procfile").write_text(text)
     (root / "hack").mkdir()
     shutil.copy(REPO_ROOT / "hack" / "cloud.yaml", root / "hack" / "cloud.yaml")
+    shutil.copytree(REPO_ROOT / "hack" / "dra", root / "hack" / "dra")  # the kubelets' devices
     (root / ".kemu").mkdir()
     env = user_env()
     if clock == "virtual":  # (as the Makefile's run target sets them for CLOCK=virtual)

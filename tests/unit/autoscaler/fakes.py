@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from kemu.api.cloud.v1 import cloud_pb2
 from kemu.api.v1 import types_pb2
 from kemu.client.clock import PeerCalls
+from kemu.client.cloudprovider import NodeGroupTemplate
 from kemu.machinery.errors import ApiError, Invalid
 from kemu.testing.builders import make_node
 
@@ -24,6 +25,7 @@ class FakeGroup:
     max_size: int
     template: types_pb2.Node
     instances: list[cloud_pb2.Instance] = field(default_factory=list)
+    resource_slices: list[types_pb2.ResourceSlice] = field(default_factory=list)
     counter: int = 0
     error: str = ""
     """Instances created while set carry this creation error code."""
@@ -86,8 +88,9 @@ class FakeCloud:
             raise self.failures["nodes"]
         return list(self.groups[group].instances)
 
-    async def template_node(self, group: str) -> types_pb2.Node:
-        return self.groups[group].template
+    async def template(self, group: str) -> NodeGroupTemplate:
+        g = self.groups[group]
+        return NodeGroupTemplate(g.template, tuple(g.resource_slices))
 
     def register(self, group: str) -> list[types_pb2.Node]:
         """Every creating instance of `group` becomes running; returns their Ready Nodes."""

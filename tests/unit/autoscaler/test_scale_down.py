@@ -29,9 +29,10 @@ from kemu.client.fake import FakeClient
 from kemu.component.clock import FakeClock
 from kemu.component.version import Version
 from kemu.machinery.errors import Invalid, TooManyRequests, Unavailable
+from kemu.scheduling.dra_snapshot import SimulationDraManager
 from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.profile import default_profile
-from kemu.scheduling.runtime import Framework
+from kemu.scheduling.runtime import Framework, FrameworkOptions
 from kemu.testing.builders import PodBuilder, make_pdb, make_pod
 from tests.unit.autoscaler.fakes import FakeCloud, FakeGroup, template
 
@@ -92,6 +93,9 @@ class Env:
         self.nodes: list[types_pb2.Node] = []
         self.pods: list[types_pb2.Pod] = []
         self.pdbs: list[types_pb2.PodDisruptionBudget] = []
+        self.claims: list[types_pb2.ResourceClaim] = []
+        self.slices: list[types_pb2.ResourceSlice] = []
+        self.classes: list[types_pb2.DeviceClass] = []
         registry = in_tree_registry()
         opts = dataclasses.replace(
             scale_down or ScaleDownOptions(unneeded_time=UNNEEDED, delay_after_add=0.0),
@@ -104,9 +108,18 @@ class Env:
                 expendable_pods_priority_cutoff=expendable_cutoff,
             ),
             self.cloud,
-            Framework(default_profile(registry), registry),
+            Framework(
+                default_profile(registry),
+                registry,
+                options=FrameworkOptions(dra_manager=SimulationDraManager()),
+            ),
             ListerRegistry(
-                nodes=lambda: self.nodes, pods=lambda: self.pods, pdbs=lambda: self.pdbs
+                nodes=lambda: self.nodes,
+                pods=lambda: self.pods,
+                pdbs=lambda: self.pdbs,
+                resource_claims=lambda: self.claims,
+                resource_slices=lambda: self.slices,
+                device_classes=lambda: self.classes,
             ),
             Reporting(self, Metrics(self.registry)),
             clock=self.clock,
@@ -148,6 +161,9 @@ class Env:
         self.nodes = list((await self.client.list(types_pb2.Node)).items)
         self.pods = list((await self.client.list_all(types_pb2.Pod)).items)
         self.pdbs = list((await self.client.list_all(types_pb2.PodDisruptionBudget)).items)
+        self.claims = list((await self.client.list_all(types_pb2.ResourceClaim)).items)
+        self.slices = list((await self.client.list(types_pb2.ResourceSlice)).items)
+        self.classes = list((await self.client.list(types_pb2.DeviceClass)).items)
         return await self.autoscaler.run_once()
 
     async def summary(self) -> ScaleDownSummary:

@@ -26,6 +26,7 @@ from kemu.client.informer import InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.component.clock import FakeClock
 from kemu.component.version import Version
+from kemu.scheduling.dra_snapshot import SimulationDraManager
 from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.profile import default_profile
 from kemu.scheduling.runtime import Framework, FrameworkOptions
@@ -60,6 +61,9 @@ class Env:
         nodes: Sequence[types_pb2.Node] = (),
         pods: Sequence[types_pb2.Pod] = (),
         daemonsets: Sequence[types_pb2.DaemonSet] = (),
+        claims: Sequence[types_pb2.ResourceClaim] = (),
+        slices: Sequence[types_pb2.ResourceSlice] = (),
+        classes: Sequence[types_pb2.DeviceClass] = (),
         recorder: object | None = None,
         informers: InformerFactory | None = None,
         decisions: LoopDecisionLog | None = None,
@@ -72,6 +76,9 @@ class Env:
         self.nodes = list(nodes)
         self.pods = list(pods)
         self.daemonsets = list(daemonsets)
+        self.claims = list(claims)
+        self.slices = list(slices)
+        self.classes = list(classes)
         self.events: list[tuple[str, str, str]] = []
         self.clock = FakeClock()
         self.registry = CollectorRegistry()
@@ -82,12 +89,17 @@ class Env:
             Framework(
                 default_profile(registry),
                 registry,
-                options=FrameworkOptions(informer_factory=informers),
+                options=FrameworkOptions(
+                    informer_factory=informers, dra_manager=SimulationDraManager()
+                ),
             ),
             ListerRegistry(
                 nodes=lambda: self.nodes,
                 pods=lambda: self.pods,
                 daemonsets=lambda: self.daemonsets,
+                resource_claims=lambda: self.claims,
+                resource_slices=lambda: self.slices,
+                device_classes=lambda: self.classes,
             ),
             Reporting(
                 recorder or self,  # type: ignore[arg-type]

@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from cloud.config import ConfigError, Failures, load_config, parse_config
+from cloud.kubelets import KubeletLaunch, kubelet_argv, node_group_kubelet_argv
 
 GOOD = """
 nodeGroups:
@@ -132,3 +134,75 @@ def test_load_config_names_the_file(tmp_path: Path) -> None:
         load_config(path)
     with pytest.raises(ConfigError, match="missing.yaml"):
         load_config(tmp_path / "missing.yaml")
+
+
+GPU_SLICES = (
+    "[{apiVersion: resource.k8s.io/v1, kind: ResourceSlice, "
+    "metadata: {annotations: {kubelet.kemu.io/prepare-delay: 1s}}, "
+    "spec: {driver: gpu.example.com, devices: [{name: gpu-0}, {name: gpu-1}]}}]"
+)
+
+
+def test_resource_slices_become_the_template_nodes_pool() -> None:
+    """S-CA-DRA-1: a group's resourceSlices, filled in as its template node's kubelet would
+    (upstream TemplateNodeInfo's LocalResourceSlices)."""
+    (g,) = parse_config(_group(resourceSlices=GPU_SLICES)).node_groups
+    (s,) = g.template_resource_slices("template-g")
+    assert s.spec.driver == "gpu.example.com"
+    assert [d.name for d in s.spec.devices] == ["gpu-0", "gpu-1"]
+    assert s.spec.node_name == "template-g"
+    assert (s.spec.pool.name, s.spec.pool.generation, s.spec.pool.resource_slice_count) == (
+        "template-g",
+        1,
+        1,
+    )
+    assert not s.metadata.annotations
+
+
+@pytest.mark.parametrize(
+    ("slices", "message"),
+    [
+        ("{}", "nodeGroups[0].resourceSlices: expected a list, got an object"),
+        (
+            "[{spec: {devices: [{name: a}]}}]",
+            "nodeGroups[0].resourceSlices[0]: spec.driver: Required value",
+        ),
+        ("[{spec: {driver: d}}]", "nodeGroups[0].resourceSlices[0]: spec.devices: Required value"),
+        (
+            "[{spec: {driver: d, nodeName: n, devices: [{name: a}]}}]",
+            "nodeGroups[0].resourceSlices[0]: spec.nodeName: must not be set",
+        ),
+        (
+            "[{spec: {driver: d, devices: [{name: a}, {name: a}]}}]",
+            "nodeGroups[0].resourceSlices[0]: spec.devices: Duplicate value: device 'a'",
+        ),
+        ("[{spec: {driver: d, devices: [{colour: a}]}}]", "nodeGroups[0].resourceSlices[0]"),
+    ],
+)
+def test_bad_resource_slices_name_the_field(slices: str, message: str) -> None:
+    with pytest.raises(ConfigError) as exc:
+        parse_config(_group(resourceSlices=slices))
+    assert message in str(exc.value)
+
+
+def test_a_group_with_resource_slices_passes_them_to_its_kubelets(tmp_path: Path) -> None:
+    """S-CA-DRA-1: each instance's kubelet, and a group's hollow kubelet, publish the group's
+    resourceSlices through --dra-slice-file (the manifests as the config gives them)."""
+    (g,) = parse_config(_group(resourceSlices=GPU_SLICES)).node_groups
+    launch = KubeletLaunch(
+        server="127.0.0.1:1", instances_dir=tmp_path / "instances", log_dir=tmp_path / "logs"
+    )
+    for argv in (
+        kubelet_argv(launch, g, "g-0", "kemu://g/g-0"),
+        node_group_kubelet_argv(launch, g),
+    ):
+        path = Path(argv[argv.index("--dra-slice-file") + 1])
+        assert yaml.safe_load(path.read_text()) == yaml.safe_load(GPU_SLICES)
+    (plain,) = parse_config(_group()).node_groups
+    assert "--dra-slice-file" not in kubelet_argv(launch, plain, "g-0", "kemu://g/g-0")
+    with pytest.raises(ConfigError, match=r"kubeletArgs\[0\]: --dra-slice-file is set by"):
+        parse_config(
+            _group(
+                template="{capacity: {cpu: '1', memory: 1Gi}, kubeletArgs: [--dra-slice-file=x]}"
+            )
+        )

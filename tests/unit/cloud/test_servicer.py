@@ -38,6 +38,8 @@ nodeGroups:
   maxSize: 2
   template: {capacity: {cpu: "1", memory: 1Gi}}
   failures: {outOfCapacity: true}
+  resourceSlices:
+  - spec: {driver: gpu.example.com, devices: [{name: gpu-0}]}
 """
 )
 LAUNCH = KubeletLaunch(
@@ -133,6 +135,14 @@ async def test_groups_template_and_unknown_group(env: tuple[Env, CloudProviderCl
     assert node.metadata.labels["kemu.io/node-group"] == "pool-a"
     assert node.metadata.labels["disk"] == "ssd"
     assert [t.key for t in node.spec.taints] == ["dedicated"]
+    assert (await c.template("pool-a")).resource_slices == ()
+    # S-CA-DRA-1: the template node's ResourceSlices, its pool named after it.
+    (gpu,) = (await c.template("full")).resource_slices
+    assert (gpu.spec.driver, gpu.spec.node_name, gpu.spec.pool.name) == (
+        "gpu.example.com",
+        "template-full",
+        "template-full",
+    )
     with pytest.raises(NotFound, match="nope"):
         await c.target_size("nope")
     with pytest.raises(InternalError, match="UNIMPLEMENTED"):

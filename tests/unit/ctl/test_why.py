@@ -197,3 +197,36 @@ def test_the_pods_claims_and_their_allocation() -> None:
         "(nodes: metadata.name In ['n1']); reserved for p"
     ) in text, text
     assert 'claim t: (none): pod "ns/p": ResourceClaim not created yet' in text
+
+
+def test_an_unallocated_claim_names_its_class_and_requests() -> None:
+    """S-DRA-WALK-2: a pod no node can take for its claim: `why` names, for the claim that is
+    not allocated, each request with its DeviceClass, count and CEL selectors (a firstAvailable
+    request: each subrequest), so the story says what no device satisfied."""
+    pod = make_pod("training").namespace("ns").obj()
+    ref = pod.spec.resource_claims.add(name="gpu", resource_claim_name="big-gpu")
+    claim = types_pb2.ResourceClaim()
+    claim.metadata.name = "big-gpu"
+    big = claim.spec.devices.requests.add(name="gpu")
+    big.exactly.device_class_name = "gpu.example.com"
+    big.exactly.count = 2
+    big.exactly.selectors.add().cel.expression = (
+        'device.attributes["gpu.example.com"].model == "B200"'
+    )
+    anyone = claim.spec.devices.requests.add(name="nic")
+    anyone.first_available.add(name="fast", device_class_name="nic.example.com")
+    anyone.first_available.add(
+        name="any", device_class_name="nic.example.com", allocation_mode="All"
+    )
+    entry = claim_entry(ref, "ns", "big-gpu", claim)
+    assert entry["requests"] == [
+        'gpu: class gpu.example.com, 2 devices, where device.attributes["gpu.example.com"].model == "B200"',
+        "nic: first of fast (class nic.example.com, 1 device) | any (class nic.example.com, all devices)",
+    ]
+    out = io.StringIO()
+    print_pod_story(Context(client=FakeClient(), out=out), pod_story(pod, [], [], None, [entry]))
+    assert (
+        "claim gpu: ResourceClaim ns/big-gpu not allocated; request gpu: class gpu.example.com, "
+        '2 devices, where device.attributes["gpu.example.com"].model == "B200"; request nic: '
+        "first of fast"
+    ) in out.getvalue(), out.getvalue()

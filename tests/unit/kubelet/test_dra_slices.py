@@ -1,4 +1,4 @@
-"""--dra-slice-file: reading the file (kubelet.dra_slice_file) and publishing the nodes' slices
+"""--dra-slice-file: reading the file (kemu.machinery.dra_slice_file) and publishing the nodes' slices
 (kubelet.resourceslice_controller), on the fake client (S-DRA-NODE-1, S-DRA-NODE-2)."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from kemu.client.informer import InformerFactory
 from kemu.component.clock import FakeClock
 from kemu.component.options import ComponentOptions
 from kemu.component.runner import ComponentContext, run_component_async
+from kemu.machinery.dra_slice_file import parse_slice_file, slices_for_node
 from kemu.testing.fake_time import wait_until
 from kubelet import app, options
-from kubelet.dra_slice_file import parse_slice_file, slices_for_node
 from kubelet.resourceslice_controller import ResourceSlicePublisher
 from kubelet.settings import KubeletSettings
 

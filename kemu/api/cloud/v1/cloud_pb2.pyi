@@ -186,10 +186,12 @@ class NodeGroupTemplateNodeInfoRequest(_message.Message):
     def __init__(self, id: _Optional[str] = ...) -> None: ...
 
 class NodeGroupTemplateNodeInfoResponse(_message.Message):
-    __slots__ = ("node_bytes",)
+    __slots__ = ("node_bytes", "resource_slice_bytes")
     NODE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_SLICE_BYTES_FIELD_NUMBER: _ClassVar[int]
     node_bytes: bytes
-    def __init__(self, node_bytes: _Optional[bytes] = ...) -> None: ...
+    resource_slice_bytes: _containers.RepeatedScalarFieldContainer[bytes]
+    def __init__(self, node_bytes: _Optional[bytes] = ..., resource_slice_bytes: _Optional[_Iterable[bytes]] = ...) -> None: ...
 
 class NodeGroupAutoscalingOptionsRequest(_message.Message):
     __slots__ = ("id",)

@@ -1,4 +1,5 @@
-"""`--dra-slice-file FILE`: the simulated DRA drivers of a kubelet and the devices they publish.
+"""`--dra-slice-file FILE`: the simulated DRA drivers of a kubelet and the devices they publish
+(and a cloud node group's `resourceSlices`, the same manifests: cloud/config.py).
 
 A real node runs one DRA driver per device vendor; each driver's kubelet plugin publishes the
 node's devices as ResourceSlices (upstream staging/src/k8s.io/dynamic-resource-allocation/
@@ -118,6 +119,12 @@ def parse_slice_file(text: str) -> DraDrivers:
             manifests.append((where, doc))
     if not manifests:
         raise ValueError("no ResourceSlice in the file")
+    return read_manifests(manifests)
+
+
+def read_manifests(manifests: Sequence[tuple[str, object]]) -> DraDrivers:
+    """The drivers of ResourceSlice manifests, each given with where it is (named in the
+    errors): the file's documents, or a cloud node group's `resourceSlices`."""
     by_driver: dict[str, list[tuple[str, types_pb2.ResourceSlice]]] = {}
     for where, manifest in manifests:
         slice_ = _read_slice(where, manifest)
