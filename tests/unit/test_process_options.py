@@ -90,7 +90,7 @@ def test_the_procfile_kubelets_slice_files_load() -> None:
     loads (a bad one would stop that kubelet at start-up)."""
     from pathlib import Path
 
-    from kubelet.dra_slice_file import load_slice_file
+    from kemu.machinery.dra_slice_file import load_slice_file
 
     root = Path(__file__).resolve().parents[2]
     files = {
