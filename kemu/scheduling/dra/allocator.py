@@ -1,0 +1,1002 @@
+"""The structured allocator: which devices a pod's claims get on one node (upstream
+staging/src/k8s.io/dynamic-resource-allocation/structured: allocator.go, internal/incubating/
+allocator_incubating.go, internal/allocatedstate.go).
+
+One Allocator is built per set of claims (a pod's unallocated claims) and asked node after node.
+The search is upstream's: claim after claim, request after request, device after device,
+depth-first with backtracking, the first complete solution wins (no scoring). Candidates are
+visited pool by pool (see pools.py for the order), slice by slice, device by device; within one
+request only combinations, not permutations, are tried. Per candidate the cheap checks come
+first: in use, then the selectors (class, request; cached), consumable capacity, counters,
+taints, the claim's constraints.
+
+Upstream keeps three copies of this code (stable, incubating, experimental) chosen by the set of
+features enabled; for the features kemu emulates they behave the same, and kemu has one
+implementation that reads `Features`.
+
+Errors that abort allocation (a missing class, a CEL error, an invalid pool asked for all
+devices, ...) raise AllocationError with upstream's message; `allocate` returns None when the
+claims do not fit on the node.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Final, NamedTuple
+
+from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
+
+from kemu.api.v1 import types_pb2
+from kemu.component.featuregate import (
+    DRA_ADMIN_ACCESS,
+    DRA_CONSUMABLE_CAPACITY,
+    DRA_DEVICE_BINDING_CONDITIONS,
+    DRA_DEVICE_TAINTS,
+    DRA_EXTENDED_RESOURCE,
+    DRA_PARTITIONABLE_DEVICES,
+    DRA_PRIORITIZED_LIST,
+    DRA_RESOURCE_CLAIM_DEVICE_STATUS,
+    FeatureGates,
+)
+from kemu.machinery.quantity import Quantity
+from kemu.scheduling.dra import consumable_capacity as cc
+from kemu.scheduling.dra.cel_cache import CelCache, CelCompileError, CelRuntimeError
+from kemu.scheduling.dra.constraints import Constraint, DistinctAttribute, MatchAttribute
+from kemu.scheduling.dra.pools import AllocationError, Pool, gather_pools, node_matches
+from kemu.scheduling.dra.taints import taint_prevents_allocation
+
+__all__ = [
+    "AllocatedState",
+    "AllocationError",
+    "Allocator",
+    "DeviceID",
+    "Features",
+]
+
+# resourceapi.AllocationResultsMaxSize: devices in one claim's allocation.
+ALLOCATION_RESULTS_MAX_SIZE: Final = 32
+_MAX_INT: Final = 2**63 - 1
+
+MODE_EXACT_COUNT: Final = "ExactCount"
+MODE_ALL: Final = "All"
+SOURCE_FROM_CLASS: Final = "FromClass"
+SOURCE_FROM_CLAIM: Final = "FromClaim"
+
+
+class DeviceID(NamedTuple):
+    driver: str
+    pool: str
+    device: str
+
+    def __str__(self) -> str:
+        return f"{self.driver}/{self.pool}/{self.device}"
+
+
+@dataclass(frozen=True)
+class Features:
+    """The DRA features the allocator honours (upstream structured.Features), resolved once
+    from the feature gates."""
+
+    admin_access: bool = False
+    prioritized_list: bool = False
+    partitionable_devices: bool = False
+    device_taints: bool = False
+    consumable_capacity: bool = False
+    # upstream DeviceBindingAndStatus: DRADeviceBindingConditions and
+    # DRAResourceClaimDeviceStatus both on.
+    binding_conditions: bool = False
+    # Not the allocator's (the scheduler plugin's claims for extended resources); carried here
+    # so that one value describes DRA's features.
+    extended_resource: bool = False
+
+    @classmethod
+    def from_gates(cls, gates: FeatureGates) -> Features:
+        return cls(
+            admin_access=gates.enabled(DRA_ADMIN_ACCESS),
+            prioritized_list=gates.enabled(DRA_PRIORITIZED_LIST),
+            partitionable_devices=gates.enabled(DRA_PARTITIONABLE_DEVICES),
+            device_taints=gates.enabled(DRA_DEVICE_TAINTS),
+            consumable_capacity=gates.enabled(DRA_CONSUMABLE_CAPACITY),
+            binding_conditions=gates.enabled(DRA_DEVICE_BINDING_CONDITIONS)
+            and gates.enabled(DRA_RESOURCE_CLAIM_DEVICE_STATUS),
+            extended_resource=gates.enabled(DRA_EXTENDED_RESOURCE),
+        )
+
+    @classmethod
+    def all(cls) -> Features:
+        return cls(True, True, True, True, True, True, True)
+
+
+@dataclass
+class AllocatedState:
+    """What allocated claims use (upstream AllocatedState, GatherAllocatedState): devices
+    allocated exclusively; shares of devices that allow multiple allocations, with the capacity
+    each device has given away so far (fully-qualified capacity names)."""
+
+    allocated_devices: set[DeviceID] = field(default_factory=set)
+    shared_devices: set[tuple[DeviceID, str]] = field(default_factory=set)
+    aggregated_capacity: dict[DeviceID, dict[str, Quantity]] = field(default_factory=dict)
+
+    @classmethod
+    def from_claims(
+        cls, claims: Iterable[types_pb2.ResourceClaim], *, consumable_capacity: bool = True
+    ) -> AllocatedState:
+        """From allocated claims (the informer's and those allocated in flight). Devices
+        allocated with admin access do not count; with DRAConsumableCapacity a result with a
+        shareID is a share of a device."""
+        state = cls()
+        for claim in claims:
+            if not claim.status.HasField("allocation"):
+                continue
+            for r in claim.status.allocation.devices.results:
+                if r.admin_access:
+                    continue
+                state.add_result(r, consumable_capacity=consumable_capacity)
+        return state
+
+    def add_result(
+        self, r: types_pb2.DeviceRequestAllocationResult, *, consumable_capacity: bool = True
+    ) -> None:
+        device_id = DeviceID(r.driver, r.pool, r.device)
+        if consumable_capacity and r.HasField("share_id"):
+            self.shared_devices.add((device_id, r.share_id))
+            if r.consumed_capacity:
+                have = self.aggregated_capacity.setdefault(device_id, {})
+                for name, value in r.consumed_capacity.items():
+                    key = cc.qualify(name, r.driver)
+                    q = cc.quantity(value)
+                    have[key] = have[key] + q if key in have else q
+            return
+        self.allocated_devices.add(device_id)
+
+    def is_allocated(self, device_id: DeviceID) -> bool:
+        """Exclusively or as a share (upstream IsDeviceAllocated): its counters are consumed."""
+        if device_id in self.allocated_devices:
+            return True
+        return any(d == device_id for d, _ in self.shared_devices)
+
+
+@dataclass(slots=True)
+class _Request:
+    """A request or a subrequest (upstream requestAccessor)."""
+
+    name: str
+    class_name: str
+    mode: str
+    count: int
+    admin_access: bool
+    has_admin_access: bool
+    selectors: Sequence[types_pb2.DeviceSelector]
+    tolerations: Sequence[types_pb2.DeviceToleration]
+    capacity: Mapping[str, str] | None  # None: no capacity requirements
+
+    @classmethod
+    def exact(cls, r: types_pb2.DeviceRequest) -> _Request:
+        e = r.exactly
+        return cls(
+            name=r.name,
+            class_name=e.device_class_name,
+            mode=e.allocation_mode or MODE_EXACT_COUNT,
+            count=(e.count or 1)
+            if (e.allocation_mode or MODE_EXACT_COUNT) == MODE_EXACT_COUNT
+            else 0,
+            admin_access=e.admin_access,
+            has_admin_access=e.HasField("admin_access"),
+            selectors=e.selectors,
+            tolerations=e.tolerations,
+            capacity=e.capacity.requests if e.HasField("capacity") else None,
+        )
+
+    @classmethod
+    def sub(cls, s: types_pb2.DeviceSubRequest) -> _Request:
+        mode = s.allocation_mode or MODE_EXACT_COUNT
+        return cls(
+            name=s.name,
+            class_name=s.device_class_name,
+            mode=mode,
+            count=(s.count or 1) if mode == MODE_EXACT_COUNT else 0,
+            admin_access=False,
+            has_admin_access=False,
+            selectors=s.selectors,
+            tolerations=s.tolerations,
+            capacity=s.capacity.requests if s.HasField("capacity") else None,
+        )
+
+
+@dataclass(slots=True)
+class _Candidate:
+    """A device at its place (upstream deviceWithID)."""
+
+    id: DeviceID
+    device: types_pb2.Device
+    slice: types_pb2.ResourceSlice
+    index: int
+    pool: Pool
+
+
+@dataclass(slots=True)
+class _RequestData:
+    request: _Request
+    parent: _Request | None
+    device_class: types_pb2.DeviceClass | None
+    num_devices: int = 0
+    selected_sub_request: int = 0
+    all_devices: list[_Candidate] = field(default_factory=list)
+
+    def request_name(self) -> str:
+        if self.parent is not None:
+            return f"{self.parent.name}/{self.request.name}"
+        return self.request.name
+
+
+@dataclass(slots=True)
+class _DeviceResult:
+    request: _Request
+    parent: str  # "" unless a subrequest
+    id: DeviceID
+    device: types_pb2.Device
+    slice: types_pb2.ResourceSlice
+    share_id: str | None = None
+    consumed: dict[str, Quantity] | None = None
+    admin_access: bool | None = None
+
+    def request_name(self) -> str:
+        return f"{self.parent}/{self.request.name}" if self.parent else self.request.name
+
+
+class _Key(NamedTuple):
+    claim: int
+    request: int
+    sub_request: int
+
+
+class _MaxSizeExceeded(Exception):
+    """The claim would get more than 32 devices (upstream errAllocationResultMaxSizeExceeded):
+    backtrack harder."""
+
+
+def _claim_ref(claim: types_pb2.ResourceClaim) -> str:
+    """klog.KObj: namespace/name."""
+    m = claim.metadata
+    return f"{m.namespace}/{m.name}" if m.namespace else m.name
+
+
+def new_share_id() -> str:
+    return str(uuid.uuid4())
+
+
+def _zero_counters(counter_set: types_pb2.CounterSet) -> dict[str, Quantity]:
+    return {name: cc.quantity(c.value) for name, c in counter_set.counters.items()}
+
+
+class Allocator:
+    """Allocates a pod's claims on a node (upstream structured.Allocator).
+
+    `claims` are the claims to allocate (their status.allocation unset), `allocated` what other
+    claims use, `classes` the DeviceClasses by name, `slices` every ResourceSlice (with
+    DeviceTaintRules already applied, see taints.apply_taint_rules), `cel_cache` the selector
+    results shared across calls. `share_id` makes shareIDs (a UUID each by default)."""
+
+    def __init__(
+        self,
+        features: Features,
+        claims: Sequence[types_pb2.ResourceClaim],
+        allocated: AllocatedState,
+        classes: Mapping[str, types_pb2.DeviceClass],
+        slices: Sequence[types_pb2.ResourceSlice],
+        cel_cache: CelCache,
+        *,
+        share_id: Callable[[], str] = new_share_id,
+    ) -> None:
+        self.features = features
+        self.claims = list(claims)
+        self.allocated = allocated
+        self.classes = classes
+        self.cel_cache = cel_cache
+        self._share_id = share_id
+        self._slices_on_node: dict[str, list[types_pb2.ResourceSlice]] = {}
+        self._slices_shared: list[types_pb2.ResourceSlice] = []
+        for s in slices:
+            if s.spec.node_name:
+                self._slices_on_node.setdefault(s.spec.node_name, []).append(s)
+            else:
+                self._slices_shared.append(s)
+        self._all_slices = list(slices)
+        # Counters left in each pool after the allocated devices' consumption (computed once:
+        # nothing it depends on changes while this Allocator lives).
+        self._available_counters: dict[tuple[str, str], dict[str, dict[str, Quantity]]] = {}
+        self.allocate_one_calls = 0
+
+    def allocate(self, node: types_pb2.Node) -> list[types_pb2.AllocationResult] | None:
+        """One AllocationResult per claim (in order), or None when they do not fit on `node`."""
+        return _Run(self, node).run()
+
+
+class _Run:
+    """One Allocate call (upstream's `allocator`): the state of the search."""
+
+    def __init__(self, a: Allocator, node: types_pb2.Node) -> None:
+        self.a = a
+        self.features = a.features
+        self.node = node
+        self.claims = a.claims
+        self.pools: list[Pool] = []
+        self.request_data: dict[_Key, _RequestData] = {}
+        self.constraints: list[list[Constraint]] = [[] for _ in a.claims]
+        self.matches: dict[tuple[DeviceID, _Key], bool] = {}
+        # Devices being allocated in this attempt → the claims (indices) they go to.
+        self.allocating: dict[DeviceID, set[int]] = {}
+        # Capacity of shared devices being allocated in this attempt.
+        self.allocating_capacity: dict[DeviceID, dict[str, Quantity]] = {}
+        # Counters consumed by devices being allocated, per pool and counter set.
+        self.consumed_counters: dict[tuple[str, str], dict[str, dict[str, Quantity]]] = {}
+        self.results: list[list[_DeviceResult]] = [[] for _ in a.claims]
+
+    # ------------------------------------------------------------ the call
+
+    def run(self) -> list[types_pb2.AllocationResult] | None:
+        a = self.a
+        slices_for_node = a._slices_on_node.get(self.node.metadata.name, []) + a._slices_shared
+        try:
+            self.pools = gather_pools(
+                slices_for_node,
+                self.node,
+                partitionable_devices=self.features.partitionable_devices,
+                all_slices=a._all_slices,
+            )
+        except AllocationError as e:
+            raise AllocationError(f"gather pool information: {e}") from None
+
+        for claim_index, claim in enumerate(self.claims):
+            self._check_claim(claim_index, claim)
+
+        try:
+            done = self._allocate_one(_Key(0, 0, 0), 0, False, (0, 0, 0))
+        except _MaxSizeExceeded:
+            done = False
+        if not done:
+            for pool in self.pools:
+                if pool.is_invalid:
+                    # Not fatal for other nodes (upstream ErrFailedAllocationOnNode).
+                    raise AllocationError("invalid resource pools were encountered")
+            return None
+        return [self._result(i, claim) for i, claim in enumerate(self.claims)]
+
+    def _check_claim(self, claim_index: int, claim: types_pb2.ResourceClaim) -> None:
+        features = self.features
+        min_devices = 0
+        for request_index, request in enumerate(claim.spec.devices.requests):
+            has_subs = len(request.first_available) > 0
+            if not features.prioritized_list and has_subs:
+                raise AllocationError(
+                    f"claim {_claim_ref(claim)}, request {request.name}: has subrequests, but "
+                    "the DRAPrioritizedList feature is disabled"
+                )
+            if not features.consumable_capacity:
+                if request.HasField("exactly") and request.exactly.HasField("capacity"):
+                    raise AllocationError(
+                        f"claim {_claim_ref(claim)}, request {request.name}: has capacity "
+                        "requests, but the DRAConsumableCapacity feature is disabled"
+                    )
+                for sub in request.first_available:
+                    if sub.HasField("capacity"):
+                        raise AllocationError(
+                            f"claim {_claim_ref(claim)}, subrequest {sub.name}: has capacity "
+                            "requests, but the DRAConsumableCapacity feature is disabled"
+                        )
+            if has_subs:
+                parent = _Request(request.name, "", MODE_EXACT_COUNT, 0, False, False, (), (), None)
+                least = _MAX_INT
+                for sub_index, sub in enumerate(request.first_available):
+                    key = _Key(claim_index, request_index, sub_index)
+                    data = self._validate_request(_Request.sub(sub), parent, key)
+                    self.request_data[key] = data
+                    least = min(least, data.num_devices)
+                min_devices += least
+            else:
+                key = _Key(claim_index, request_index, 0)
+                data = self._validate_request(_Request.exact(request), None, key)
+                self.request_data[key] = data
+                min_devices += data.num_devices
+        if min_devices > ALLOCATION_RESULTS_MAX_SIZE:
+            raise AllocationError(
+                f"claim {_claim_ref(claim)}: number of requested devices {min_devices} exceeds "
+                f"the claim limit of {ALLOCATION_RESULTS_MAX_SIZE}"
+            )
+        constraints: list[Constraint] = []
+        for i, c in enumerate(claim.spec.devices.constraints):
+            if c.HasField("match_attribute"):
+                constraints.append(MatchAttribute(c.requests, c.match_attribute))
+            elif c.HasField("distinct_attribute"):
+                constraints.append(DistinctAttribute(c.requests, c.distinct_attribute))
+            else:
+                raise AllocationError(
+                    f"claim {_claim_ref(claim)}, constraint #{i}: empty constraint "
+                    "(unsupported constraint type?)"
+                )
+        self.constraints[claim_index] = constraints
+
+    def _validate_request(
+        self, request: _Request, parent: _Request | None, key: _Key
+    ) -> _RequestData:
+        claim = self.claims[key.claim]
+        ref = _claim_ref(claim)
+        for i, selector in enumerate(request.selectors):
+            if not selector.HasField("cel"):
+                raise AllocationError(
+                    f"claim {ref}, request {request.name}, selector #{i}: CEL expression empty "
+                    "(unsupported selector type?)"
+                )
+        if not self.features.admin_access and request.has_admin_access:
+            raise AllocationError(
+                f"claim {ref}, request {request.name}: admin access is requested, but the "
+                "feature is disabled"
+            )
+        if not request.class_name:
+            raise AllocationError(
+                f"claim {ref}, request {request.name}: missing device class name (unsupported "
+                "request type?)"
+            )
+        device_class = self.a.classes.get(request.class_name)
+        if device_class is None:
+            raise AllocationError(
+                f"claim {ref}, request {request.name}: could not retrieve device class "
+                f'{request.class_name}: deviceclass.resource.k8s.io "{request.class_name}" '
+                "not found"
+            )
+        data = _RequestData(request=request, parent=parent, device_class=device_class)
+        if request.mode == MODE_EXACT_COUNT:
+            if request.count > _MAX_INT:
+                raise AllocationError(
+                    f"claim {ref}, request {request.name}: exact count {request.count} is too large"
+                )
+            data.num_devices = request.count
+        elif request.mode == MODE_ALL:
+            for pool in self.pools:
+                if pool.is_incomplete:
+                    raise AllocationError(
+                        f"claim {ref}, request {request.name}: asks for all devices, but "
+                        f"resource pool {pool.id} is currently being updated"
+                    )
+                if pool.is_invalid:
+                    raise AllocationError(
+                        f"claim {ref}, request {request.name}: asks for all devices, but "
+                        f"resource pool {pool.id} is currently invalid"
+                    )
+                for s in pool.device_slices_targeting_node:
+                    for index, device in enumerate(s.spec.devices):
+                        cand = _Candidate(
+                            DeviceID(s.spec.driver, s.spec.pool.name, device.name),
+                            device,
+                            s,
+                            index,
+                            pool,
+                        )
+                        if not self._is_selectable(key, data, cand):
+                            continue
+                        if self.features.consumable_capacity and (
+                            self._capacity_fits(key, request, cand) is None
+                        ):
+                            continue
+                        data.all_devices.append(cand)
+            data.num_devices = len(data.all_devices)
+        else:
+            raise AllocationError(
+                f"claim {ref}, request {request.name}: unsupported count mode {request.mode}"
+            )
+        return data
+
+    # ------------------------------------------------------------ the search
+
+    def _allocate_one(
+        self, key: _Key, device_index: int, in_sub_request: bool, start: tuple[int, int, int]
+    ) -> bool:
+        """Allocates the `device_index`th device of the request at `key`, then the rest,
+        recursively. True when everything got allocated; _MaxSizeExceeded to backtrack past
+        the previous request; AllocationError to abort."""
+        self.a.allocate_one_calls += 1
+        if key.claim >= len(self.claims):
+            return True  # the first complete solution wins
+        claim = self.claims[key.claim]
+        if key.request >= len(claim.spec.devices.requests):
+            try:
+                return self._allocate_one(_Key(key.claim + 1, 0, 0), 0, False, (0, 0, 0))
+            except _MaxSizeExceeded:
+                # Another allocation of an earlier claim may let a later one pick a smaller
+                # subrequest.
+                return False
+        data = self.request_data[key]
+
+        if not in_sub_request and data.parent is not None:
+            # A firstAvailable request: the first subrequest with which everything that
+            # follows succeeds wins.
+            all_exceeded = True
+            sub = 0
+            while True:
+                sub_key = _Key(key.claim, key.request, sub)
+                if sub_key not in self.request_data:
+                    if all_exceeded:
+                        raise _MaxSizeExceeded
+                    return False
+                try:
+                    ok = self._allocate_one(sub_key, 0, True, (0, 0, 0))
+                except _MaxSizeExceeded:
+                    sub += 1
+                    continue
+                all_exceeded = False
+                if ok:
+                    self.request_data[_Key(key.claim, key.request, 0)].selected_sub_request = sub
+                    return True
+                sub += 1
+
+        request = data.request
+        do_all = request.mode == MODE_ALL
+        if do_all and not data.all_devices:
+            return False  # "All" needs at least one device
+        if device_index >= data.num_devices:
+            return self._allocate_one(_Key(key.claim, key.request + 1, 0), 0, False, (0, 0, 0))
+        if (
+            len(self.results[key.claim]) + data.num_devices - device_index
+            > ALLOCATION_RESULTS_MAX_SIZE
+        ):
+            raise _MaxSizeExceeded
+
+        if do_all:
+            # The order does not matter: the next one of the known devices or no solution.
+            cand = data.all_devices[device_index]
+            undo = self._allocate_device(key, data, cand, must=True)
+            if undo is None:
+                return False
+            try:
+                done = self._allocate_one(key, device_index + 1, in_sub_request, (0, 0, 0))
+            except BaseException:
+                undo()
+                raise
+            if not done:
+                undo()
+            return done
+
+        pools = self.pools
+        features = self.features
+        for pool_index in range(start[0], len(pools)):
+            pool = pools[pool_index]
+            if pool.is_incomplete or pool.is_invalid:
+                continue  # never allocated from; other pools may do
+            slices = pool.device_slices_targeting_node
+            slice_start = start[1] if pool_index == start[0] else 0
+            for slice_index in range(slice_start, len(slices)):
+                s = slices[slice_index]
+                driver, pool_name = s.spec.driver, s.spec.pool.name
+                devices = s.spec.devices
+                first = start[2] if (pool_index == start[0] and slice_index == start[1]) else 0
+                for index in range(first, len(devices)):
+                    device = devices[index]
+                    device_id = DeviceID(driver, pool_name, device.name)
+                    # "In use" first: cheap.
+                    if request.admin_access:
+                        if key.claim in self.allocating.get(device_id, ()):
+                            continue
+                    elif self._in_use(device_id):
+                        continue
+                    cand = _Candidate(device_id, device, s, index, pool)
+                    if not self._is_selectable(key, data, cand):
+                        continue
+                    if (
+                        features.consumable_capacity
+                        and self._capacity_fits(key, request, cand) is None
+                    ):
+                        continue
+                    undo = self._allocate_device(key, data, cand, must=False)
+                    if undo is None:
+                        continue
+                    try:
+                        done = self._allocate_one(
+                            key,
+                            device_index + 1,
+                            in_sub_request,
+                            (pool_index, slice_index, index + 1),
+                        )
+                    except BaseException:
+                        undo()
+                        raise
+                    if done:
+                        return True
+                    undo()
+        return False
+
+    def _in_use(self, device_id: DeviceID) -> bool:
+        return device_id in self.a.allocated.allocated_devices or bool(
+            self.allocating.get(device_id)
+        )
+
+    def _is_selectable(self, key: _Key, data: _RequestData, cand: _Candidate) -> bool:
+        device = cand.device
+        if not self.features.binding_conditions and device.binding_conditions:
+            return False  # not supported with the feature off
+        match_key = (cand.id, key)
+        found = self.matches.get(match_key)
+        if found is not None:
+            return found
+        result = True
+        if data.device_class is not None and not self._selectors_match(
+            key, cand, data.device_class, data.device_class.spec.selectors
+        ):
+            result = False
+        elif not self._selectors_match(key, cand, None, data.request.selectors):
+            result = False
+        elif cand.slice.spec.per_device_node_selection:
+            result = node_matches(
+                self.node,
+                device.node_name,
+                device.all_nodes,
+                device.node_selector if device.HasField("node_selector") else None,
+            )
+        self.matches[match_key] = result
+        return result
+
+    def _selectors_match(
+        self,
+        key: _Key,
+        cand: _Candidate,
+        device_class: types_pb2.DeviceClass | None,
+        selectors: Sequence[types_pb2.DeviceSelector],
+    ) -> bool:
+        if not selectors:
+            return True
+        cache = self.a.cel_cache
+        device_key = cache.device_key(cand.slice, cand.index)
+        for i, selector in enumerate(selectors):
+            try:
+                if not cache.matches(
+                    selector.cel.expression, cand.id.driver, cand.device, device_key
+                ):
+                    return False
+            except CelCompileError as e:
+                if device_class is not None:
+                    raise AllocationError(
+                        f"class {device_class.metadata.name}: selector #{i}: CEL compile error: {e}"
+                    ) from None
+                raise AllocationError(
+                    f"claim {_claim_ref(self.claims[key.claim])}: selector #{i}: CEL compile "
+                    f"error: {e}"
+                ) from None
+            except CelRuntimeError as e:
+                if device_class is not None:
+                    raise AllocationError(
+                        f"class {device_class.metadata.name}: selector #{i} on device {cand.id}: "
+                        f"CEL runtime error: {e}"
+                    ) from None
+                raise AllocationError(
+                    f"claim {_claim_ref(self.claims[key.claim])}: selector #{i} on device "
+                    f"{cand.id}: CEL runtime error: {e}"
+                ) from None
+        return True
+
+    def _capacity_fits(
+        self, key: _Key, request: _Request, cand: _Candidate
+    ) -> dict[str, Quantity] | None:
+        """What the device's capacities would hold with this request added, None when it does
+        not fit (a device without capacities and a request without any: always fits)."""
+        device = cand.device
+        if not device.capacity:
+            return {} if not request.capacity else None
+        try:
+            return cc.request_fits(
+                request.capacity,
+                cand.id.driver,
+                device,
+                self.a.allocated.aggregated_capacity.get(cand.id),
+                self.allocating_capacity.get(cand.id),
+            )
+        except AllocationError as e:
+            raise AllocationError(
+                f"claim {_claim_ref(self.claims[key.claim])}, request {request.name}: device "
+                f"{cand.id}: {e}"
+            ) from None
+
+    def _allocate_device(
+        self, key: _Key, data: _RequestData, cand: _Candidate, *, must: bool
+    ) -> Callable[[], None] | None:
+        """Checks availability and constraints for one selectable candidate; if it can be
+        taken, records it and returns how to undo that, else None."""
+        features = self.features
+        request = data.request
+        device = cand.device
+        device_id = cand.id
+        multi = features.consumable_capacity and device.allow_multiple_allocations
+        if not multi and request.admin_access and key.claim in self.allocating.get(device_id, ()):
+            return None
+        if not request.admin_access and self._in_use(device_id):
+            return None
+        if not features.partitionable_devices and device.consumes_counters:
+            return None
+        # A shared device already in use has consumed its counters.
+        counters_taken = False
+        if device.consumes_counters and not (multi and self._capacity_in_use(device_id)):
+            if not self._take_counters(cand):
+                return None
+            counters_taken = True
+
+        if data.parent is None:
+            base, sub = request.name, ""
+        else:
+            base, sub = data.parent.name, request.name
+
+        if features.device_taints and taint_prevents_allocation(device.taints, request.tolerations):
+            if counters_taken:
+                self._release_counters(cand)
+            return None
+
+        constraints = self.constraints[key.claim]
+        for i, constraint in enumerate(constraints):
+            if not constraint.add(base, sub, device, device_id.driver):
+                if must:
+                    raise AllocationError(
+                        f"claim {_claim_ref(self.claims[key.claim])}, request {request.name}: "
+                        f"cannot add device {device_id} because a claim constraint would not "
+                        "be satisfied"
+                    )
+                for earlier in constraints[:i]:
+                    earlier.remove(base, sub, device, device_id.driver)
+                if counters_taken:
+                    self._release_counters(cand)
+                return None
+
+        consumed: dict[str, Quantity] | None = None
+        share_id: str | None = None
+        if features.consumable_capacity:
+            fits = self._capacity_fits(key, request, cand)
+            if fits is None:
+                for c in constraints:
+                    c.remove(base, sub, device, device_id.driver)
+                if counters_taken:
+                    self._release_counters(cand)
+                return None
+            if multi:
+                consumed = fits
+                share_id = self._new_share_id()
+                have = self.allocating_capacity.setdefault(device_id, {})
+                for name, value in consumed.items():
+                    have[name] = have[name] + value if name in have else value
+
+        claims_of_device = self.allocating.setdefault(device_id, set())
+        added_claim = False
+        if not multi and key.claim not in claims_of_device:
+            claims_of_device.add(key.claim)
+            added_claim = True
+
+        result = _DeviceResult(
+            request=request,
+            parent=data.parent.name if data.parent is not None else "",
+            id=device_id,
+            device=device,
+            slice=cand.slice,
+            share_id=share_id,
+            consumed=consumed or None,
+            admin_access=True if request.admin_access else None,
+        )
+        results = self.results[key.claim]
+        results.append(result)
+
+        def undo() -> None:
+            for c in constraints:
+                c.remove(base, sub, device, device_id.driver)
+            if added_claim:
+                claims_of_device.discard(key.claim)
+            if consumed:
+                have = self.allocating_capacity[device_id]
+                for name, value in consumed.items():
+                    have[name] = have[name] - value
+                if all(v.is_zero() for v in have.values()):
+                    del self.allocating_capacity[device_id]
+            if counters_taken:
+                self._release_counters(cand)
+            results.pop()
+
+        return undo
+
+    def _new_share_id(self) -> str:
+        return self.a._share_id()
+
+    def _capacity_in_use(self, device_id: DeviceID) -> bool:
+        return (
+            device_id in self.a.allocated.aggregated_capacity
+            or device_id in self.allocating_capacity
+        )
+
+    # ------------------------------------------------------------ counters
+
+    def _available(self, pool: Pool) -> dict[str, dict[str, Quantity]]:
+        pool_key = (pool.id.driver, pool.id.pool)
+        available = self.a._available_counters.get(pool_key)
+        if available is None:
+            available = {name: _zero_counters(cs) for name, cs in pool.counter_sets.items()}
+            allocated = self.a.allocated
+            for slices in (
+                pool.device_slices_targeting_node,
+                pool.device_slices_not_targeting_node,
+            ):
+                for s in slices:
+                    for d in s.spec.devices:
+                        if not d.consumes_counters:
+                            continue
+                        if not allocated.is_allocated(
+                            DeviceID(s.spec.driver, s.spec.pool.name, d.name)
+                        ):
+                            continue
+                        for consumption in d.consumes_counters:
+                            counters = available.get(consumption.counter_set)
+                            if counters is None:
+                                continue
+                            for name, c in consumption.counters.items():
+                                if name in counters:
+                                    counters[name] = counters[name] - cc.quantity(c.value)
+            self.a._available_counters[pool_key] = available
+        return available
+
+    def _take_counters(self, cand: _Candidate) -> bool:
+        """Adds the device's consumption to this attempt's; False (and nothing added) when a
+        counter of the pool would go below zero."""
+        available = self._available(cand.pool)
+        pool_key = (cand.pool.id.driver, cand.pool.id.pool)
+        consumed = self.consumed_counters.setdefault(pool_key, {})
+        for consumption in cand.device.consumes_counters:
+            per_set = consumed.setdefault(consumption.counter_set, {})
+            for name, c in consumption.counters.items():
+                q = cc.quantity(c.value)
+                per_set[name] = per_set[name] + q if name in per_set else q
+        for set_name, counters in available.items():
+            used = consumed.get(set_name, {})
+            for name, value in counters.items():
+                if name in used and value < used[name]:
+                    self._release_counters(cand)
+                    return False
+                if name not in used and value.sign() < 0:
+                    self._release_counters(cand)
+                    return False
+        return True
+
+    def _release_counters(self, cand: _Candidate) -> None:
+        consumed = self.consumed_counters[(cand.pool.id.driver, cand.pool.id.pool)]
+        for consumption in cand.device.consumes_counters:
+            per_set = consumed[consumption.counter_set]
+            for name, c in consumption.counters.items():
+                per_set[name] = per_set[name] - cc.quantity(c.value)
+
+    # ------------------------------------------------------------ the result
+
+    def _result(
+        self, claim_index: int, claim: types_pb2.ResourceClaim
+    ) -> types_pb2.AllocationResult:
+        out = types_pb2.AllocationResult()
+        binding = self.features.binding_conditions
+        for r in self.results[claim_index]:
+            entry = out.devices.results.add(
+                request=r.request_name(),
+                driver=r.id.driver,
+                pool=r.id.pool,
+                device=r.id.device,
+            )
+            if r.admin_access is not None:
+                entry.admin_access = r.admin_access
+            entry.tolerations.extend(r.request.tolerations)
+            if r.share_id is not None:
+                entry.share_id = r.share_id
+            if r.consumed:
+                for name, value in r.consumed.items():
+                    status_name = cc.capacity_name_for_status(name, r.id.driver, r.device.capacity)
+                    entry.consumed_capacity[status_name] = str(value)
+            if binding:
+                entry.binding_conditions.extend(r.device.binding_conditions)
+                entry.binding_failure_conditions.extend(r.device.binding_failure_conditions)
+        self._add_configs(out, claim_index, claim)
+        selector = self._node_selector(claim, self.results[claim_index])
+        if selector is not None:
+            out.node_selector.CopyFrom(selector)
+        return out
+
+    def _add_configs(
+        self, out: types_pb2.AllocationResult, claim_index: int, claim: types_pb2.ResourceClaim
+    ) -> None:
+        configs = out.devices.config
+        requests = claim.spec.devices.requests
+        # Each class's configs once, listing the requests that use the class.
+        class_ranges: dict[str, tuple[int, int]] = {}
+        for request_index in range(len(requests)):
+            data = self.request_data[_Key(claim_index, request_index, 0)]
+            if data.parent is not None:
+                data = self.request_data[
+                    _Key(claim_index, request_index, data.selected_sub_request)
+                ]
+            device_class = data.device_class
+            if device_class is None:
+                continue
+            name = device_class.metadata.name
+            if name in class_ranges:
+                begin, end = class_ranges[name]
+                for i in range(begin, end):
+                    configs[i].requests.append(data.request_name())
+                continue
+            begin = len(configs)
+            for class_config in device_class.spec.config:
+                c = configs.add(source=SOURCE_FROM_CLASS, requests=[data.request_name()])
+                if class_config.HasField("opaque"):
+                    c.opaque.CopyFrom(class_config.opaque)
+            class_ranges[name] = (begin, len(configs))
+        for config in claim.spec.devices.config:
+            if not config.requests:
+                c = configs.add(source=SOURCE_FROM_CLAIM)
+                if config.HasField("opaque"):
+                    c.opaque.CopyFrom(config.opaque)
+                continue
+            # As upstream: once per request the config names (a config naming two requests
+            # appears twice).
+            for request_index, request in enumerate(requests):
+                matched = request.name in config.requests
+                if not matched:
+                    data = self.request_data[_Key(claim_index, request_index, 0)]
+                    if data.parent is None:
+                        continue
+                    sub = request.first_available[data.selected_sub_request]
+                    matched = f"{request.name}/{sub.name}" in config.requests
+                if matched:
+                    c = configs.add(source=SOURCE_FROM_CLAIM, requests=list(config.requests))
+                    if config.HasField("opaque"):
+                        c.opaque.CopyFrom(config.opaque)
+        # A config for every request: "empty means all".
+        for c in configs:
+            if len(c.requests) == len(requests):
+                del c.requests[:]
+
+    def _node_selector(
+        self, claim: types_pb2.ResourceClaim, results: list[_DeviceResult]
+    ) -> types_pb2.NodeSelector | None:
+        """upstream createNodeSelector: the node's name when a device is local to it (or binds
+        to it), else the slices' selectors merged into one term, else nothing (anywhere)."""
+        term = types_pb2.NodeSelectorTerm()
+        for r in results:
+            spec = r.slice.spec
+            if spec.per_device_node_selection:
+                node_name = r.device.node_name
+                selector = r.device.node_selector if r.device.HasField("node_selector") else None
+            else:
+                node_name = spec.node_name
+                selector = spec.node_selector if spec.HasField("node_selector") else None
+            if node_name or r.device.binds_to_node:
+                out = types_pb2.NodeSelector()
+                out.node_selector_terms.add().match_fields.add(
+                    key="metadata.name", operator="In", values=[self.node.metadata.name]
+                )
+                return out
+            if selector is not None:
+                terms = selector.node_selector_terms
+                if len(terms) == 1:
+                    _merge(terms[0].match_fields, term.match_fields)
+                    _merge(terms[0].match_expressions, term.match_expressions)
+                elif len(terms) > 1:
+                    raise AllocationError(
+                        f"create NodeSelector for claim {claim.metadata.name}: "
+                        f"unsupported ResourceSlice.NodeSelector with {len(terms)} terms"
+                    )
+        if term.match_fields or term.match_expressions:
+            out = types_pb2.NodeSelector()
+            out.node_selector_terms.add().CopyFrom(term)
+            return out
+        return None
+
+
+def _merge(
+    source: Iterable[types_pb2.NodeSelectorRequirement],
+    target: RepeatedCompositeFieldContainer[types_pb2.NodeSelectorRequirement],
+) -> None:
+    existing = list(target)
+    for req in source:
+        if any(
+            e.key == req.key and e.operator == req.operator and set(e.values) == set(req.values)
+            for e in existing
+        ):
+            continue
+        target.add().CopyFrom(req)
+        existing.append(req)

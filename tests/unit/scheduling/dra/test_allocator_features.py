@@ -1,0 +1,456 @@
+"""S-DRA-ALLOC-2x..: the allocator's features, after upstream's allocator_test.go cases:
+selectors and CEL errors, matchAttribute and distinctAttribute, firstAvailable (prioritized
+lists), admin access, device taints, partitionable devices (counters), consumable capacity,
+binding conditions, configuration."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from kemu.api.v1 import types_pb2
+from kemu.scheduling.dra.allocator import AllocatedState, AllocationError, Allocator, Features
+from kemu.scheduling.dra.cel_cache import CelCache
+from kemu.scheduling.dra.taints import apply_taint_rules
+from tests.unit.scheduling.dra.builders import (
+    CLASS,
+    DRIVER,
+    NODE,
+    REQ,
+    REQ1,
+    FakeEvaluator,
+    allocated,
+    claim,
+    device,
+    device_class,
+    first_available,
+    node,
+    picked,
+    request,
+    slice_,
+    sub_request,
+    toleration,
+)
+from tests.unit.scheduling.dra.test_allocator import ALL, allocate
+
+
+def model(name: str) -> FakeEvaluator:
+    return FakeEvaluator(
+        {
+            "model": lambda _, d: d.attributes["model"].string_value == name,
+            "missing": lambda _, d: dict(d.attributes)["nope"].bool_value,
+        }
+    )
+
+
+# ---------------------------------------------------------------- selectors
+
+
+def test_s_dra_alloc_21_class_and_request_selectors_filter() -> None:
+    devs = [device("dev-1", attrs={"model": "a"}), device("dev-2", attrs={"model": "b"})]
+    results = allocate(
+        [claim()],
+        [slice_("s", devs)],
+        classes=[device_class(CLASS, ["model"])],
+        evaluator=model("b"),
+    )
+    assert picked(results) == [[(REQ, DRIVER, NODE, "dev-2")]]
+    results = allocate(
+        [claim("c", request(selectors=["model"]))], [slice_("s", devs)], evaluator=model("a")
+    )
+    assert picked(results) == [[(REQ, DRIVER, NODE, "dev-1")]]
+
+
+def test_s_dra_alloc_22_cel_errors_abort_with_upstreams_messages() -> None:
+    s = slice_("s", ["dev-1"])
+    with pytest.raises(AllocationError) as e:
+        allocate([claim()], [s], classes=[device_class(CLASS, ["missing"])], evaluator=model("a"))
+    assert str(e.value) == (
+        f"class {CLASS}: selector #0 on device {DRIVER}/{NODE}/dev-1: CEL runtime error: "
+        "no such key: nope"
+    )
+    with pytest.raises(AllocationError) as e:
+        allocate([claim("c", request(selectors=["bogus"]))], [s], evaluator=model("a"))
+    assert str(e.value).startswith("claim default/c: selector #0: CEL compile error: ")
+
+
+def test_s_dra_alloc_23_selector_results_are_cached_across_calls() -> None:
+    ev = model("a")
+    cache = CelCache(ev)
+    slices = [slice_("s", [device(f"dev-{i}", attrs={"model": "a"}) for i in range(4)])]
+    classes = {CLASS: device_class(CLASS, ["model"])}
+    for _ in range(3):
+        alloc = Allocator(
+            ALL, [claim("c", request(count=4))], AllocatedState(), classes, slices, cache
+        )
+        assert alloc.allocate(node()) is not None
+    assert ev.calls == 4  # once per device, not per call
+
+
+# ---------------------------------------------------------------- constraints
+
+
+def test_s_dra_alloc_24_match_attribute_backtracks_to_a_matching_pair() -> None:
+    devs = [
+        device("dev-1", attrs={"numa": 0}),
+        device("dev-2", attrs={"numa": 1}),
+        device("dev-3", attrs={"numa": 1}),
+    ]
+    ev = FakeEvaluator({"numa1": lambda _, d: d.attributes["numa"].int_value == 1})
+    c = claim(
+        "c",
+        request(REQ),
+        request(REQ1, selectors=["numa1"]),
+        match_attribute=[(f"{DRIVER}/numa", [])],
+    )
+    results = allocate([c], [slice_("s", devs)], evaluator=ev)
+    assert picked(results) == [[(REQ, DRIVER, NODE, "dev-2"), (REQ1, DRIVER, NODE, "dev-3")]]
+    # A device without the attribute never satisfies the constraint.
+    bare = [device("dev-1"), device("dev-2")]
+    c2 = claim("c", request(count=2), match_attribute=[(f"{DRIVER}/numa", [REQ])])
+    assert allocate([c2], [slice_("s", bare)]) is None
+
+
+def test_s_dra_alloc_25_match_attribute_only_for_the_named_requests() -> None:
+    devs = [device("dev-1", attrs={"numa": 0}), device("dev-2"), device("dev-3", attrs={"numa": 0})]
+    c = claim(
+        "c",
+        request(REQ),
+        request(REQ1),
+        request("req-2"),
+        match_attribute=[(f"{DRIVER}/numa", [REQ, "req-2"])],
+    )
+    results = allocate([c], [slice_("s", devs)])
+    assert picked(results) == [
+        [
+            (REQ, DRIVER, NODE, "dev-1"),
+            (REQ1, DRIVER, NODE, "dev-2"),
+            ("req-2", DRIVER, NODE, "dev-3"),
+        ]
+    ]
+
+
+def test_s_dra_alloc_26_match_attribute_with_all_is_an_error_when_unsatisfiable() -> None:
+    devs = [device("dev-1", attrs={"numa": 0}), device("dev-2", attrs={"numa": 1})]
+    c = claim("c", request(mode="All"), match_attribute=[(f"{DRIVER}/numa", [])])
+    with pytest.raises(AllocationError) as e:
+        allocate([c], [slice_("s", devs)])
+    assert str(e.value) == (
+        f"claim default/c, request req-0: cannot add device {DRIVER}/{NODE}/dev-2 because a "
+        "claim constraint would not be satisfied"
+    )
+
+
+def test_s_dra_alloc_27_distinct_attribute() -> None:
+    devs = [
+        device("dev-1", attrs={"nic": "a"}),
+        device("dev-2", attrs={"nic": "a"}),
+        device("dev-3", attrs={"nic": "b"}),
+    ]
+    c = claim("c", request(count=2), distinct_attribute=[(f"{DRIVER}/nic", [])])
+    assert picked(allocate([c], [slice_("s", devs)])) == [
+        [(REQ, DRIVER, NODE, "dev-1"), (REQ, DRIVER, NODE, "dev-3")]
+    ]
+
+
+def test_s_dra_alloc_28_empty_constraint_is_an_error() -> None:
+    c = claim("c")
+    c.spec.devices.constraints.add()
+    with pytest.raises(AllocationError, match=r"constraint #0: empty constraint"):
+        allocate([c], [slice_("s", ["dev-1"])])
+
+
+# ---------------------------------------------------------------- firstAvailable
+
+
+def test_s_dra_alloc_29_first_available_takes_the_first_subrequest_that_fits() -> None:
+    c = claim("c", first_available(REQ, sub_request("big", count=3), sub_request("small", count=1)))
+    results = allocate([c], [slice_("s", ["dev-1", "dev-2"])])
+    assert picked(results) == [[(f"{REQ}/small", DRIVER, NODE, "dev-1")]]
+    results = allocate([c], [slice_("s", ["dev-1", "dev-2", "dev-3"])])
+    assert picked(results) == [[(f"{REQ}/big", DRIVER, NODE, f"dev-{i}") for i in (1, 2, 3)]]
+
+
+def test_s_dra_alloc_30_first_available_backtracks_for_a_later_request() -> None:
+    # The first subrequest fits alone but leaves nothing for the next request.
+    ev = FakeEvaluator({"two": lambda _, d: d.name == "dev-2"})
+    c = claim(
+        "c",
+        first_available(REQ, sub_request("any", count=2), sub_request("one", count=1)),
+        request(REQ1, selectors=["two"]),
+    )
+    results = allocate([c], [slice_("s", ["dev-1", "dev-2"])], evaluator=ev)
+    assert picked(results) == [
+        [(f"{REQ}/one", DRIVER, NODE, "dev-1"), (REQ1, DRIVER, NODE, "dev-2")]
+    ]
+
+
+def test_s_dra_alloc_31_first_available_needs_the_gate() -> None:
+    c = claim("c", first_available(REQ, sub_request("one")))
+    with pytest.raises(AllocationError) as e:
+        allocate([c], [slice_("s", ["dev-1"])], features=replace(ALL, prioritized_list=False))
+    assert str(e.value) == (
+        "claim default/c, request req-0: has subrequests, but the DRAPrioritizedList feature is "
+        "disabled"
+    )
+
+
+def test_s_dra_alloc_32_first_available_match_attribute_names_the_subrequest() -> None:
+    devs = [
+        device("dev-1", attrs={"numa": 0}),
+        device("dev-2", attrs={"numa": 1}),
+        device("dev-3", attrs={"numa": 1}),
+    ]
+    ev = FakeEvaluator({"n1": lambda _, d: d.attributes["numa"].int_value == 1})
+    c = claim(
+        "c",
+        first_available(REQ, sub_request("a", selectors=["n1"])),
+        request(REQ1),
+        match_attribute=[(f"{DRIVER}/numa", [f"{REQ}/a", REQ1])],
+    )
+    results = allocate([c], [slice_("s", devs)], evaluator=ev)
+    assert picked(results) == [[(f"{REQ}/a", DRIVER, NODE, "dev-2"), (REQ1, DRIVER, NODE, "dev-3")]]
+
+
+# ---------------------------------------------------------------- admin access
+
+
+def test_s_dra_alloc_33_admin_access_may_take_a_device_in_use() -> None:
+    used = allocated(claim("old"), (DRIVER, NODE, "dev-1"))
+    c = claim("c", request(admin_access=True))
+    results = allocate([c], [slice_("s", ["dev-1"])], allocated_claims=[used])
+    assert picked(results) == [[(REQ, DRIVER, NODE, "dev-1")]]
+    assert results is not None and results[0].devices.results[0].admin_access is True
+    # An admin-access allocation does not make the device in use for others.
+    admin = allocated(claim("adm"), (DRIVER, NODE, "dev-1"), admin=True)
+    assert picked(allocate([claim()], [slice_("s", ["dev-1"])], allocated_claims=[admin])) == [
+        [(REQ, DRIVER, NODE, "dev-1")]
+    ]
+    # Not the same device twice in one claim.
+    c2 = claim("c", request(count=2, admin_access=True))
+    assert allocate([c2], [slice_("s", ["dev-1"])], allocated_claims=[used]) is None
+
+
+def test_s_dra_alloc_34_admin_access_needs_the_gate() -> None:
+    c = claim("c", request(admin_access=True))
+    with pytest.raises(AllocationError) as e:
+        allocate([c], [slice_("s", ["dev-1"])], features=replace(ALL, admin_access=False))
+    assert str(e.value) == (
+        "claim default/c, request req-0: admin access is requested, but the feature is disabled"
+    )
+
+
+# ---------------------------------------------------------------- taints
+
+
+def test_s_dra_alloc_35_taints_block_unless_tolerated() -> None:
+    devs = [
+        device("dev-1", taints=[("broken", "yes", "NoSchedule")]),
+        device("dev-2", taints=[("gone", "", "NoExecute")]),
+        device("dev-3", taints=[("info", "", "None")]),
+    ]
+    assert picked(allocate([claim()], [slice_("s", devs)])) == [[(REQ, DRIVER, NODE, "dev-3")]]
+    tolerant = claim("c", request(tolerations=[toleration("broken", "Equal", "yes")]))
+    results = allocate([tolerant], [slice_("s", devs)])
+    assert picked(results) == [[(REQ, DRIVER, NODE, "dev-1")]]
+    assert results is not None
+    assert [t.key for t in results[0].devices.results[0].tolerations] == ["broken"]
+    everything = claim("c", request(count=3, tolerations=[toleration(operator="Exists")]))
+    assert len(picked(allocate([everything], [slice_("s", devs)]))[0]) == 3
+    # The gate off: taints are ignored.
+    assert picked(
+        allocate([claim()], [slice_("s", devs)], features=replace(ALL, device_taints=False))
+    ) == [[(REQ, DRIVER, NODE, "dev-1")]]
+
+
+def test_s_dra_alloc_36_device_taint_rules_add_taints() -> None:
+    rule = types_pb2.DeviceTaintRule()
+    rule.spec.device_selector.driver = DRIVER
+    rule.spec.device_selector.device = "dev-1"
+    rule.spec.taint.key = "maintenance"
+    rule.spec.taint.effect = "NoSchedule"
+    original = slice_("s", ["dev-1", "dev-2"])
+    untouched = slice_("t", ["dev-1"], driver="other.example.com", pool="o")
+    tainted = apply_taint_rules([original, untouched], [rule])
+    assert tainted[1] is untouched
+    assert not original.spec.devices[0].taints  # copied, not changed
+    assert [t.key for t in tainted[0].spec.devices[0].taints] == ["maintenance"]
+    assert picked(allocate([claim()], tainted[:1])) == [[(REQ, DRIVER, NODE, "dev-2")]]
+
+
+# ---------------------------------------------------------------- partitionable devices
+
+
+def counters_slices(*devices: types_pb2.Device) -> list[types_pb2.ResourceSlice]:
+    return [
+        slice_("counters", shared_counters={"gpu-0": {"memory": "8Gi"}}, pool="p", count=2),
+        slice_("devices", list(devices), pool="p", count=2),
+    ]
+
+
+def test_s_dra_alloc_37_partitions_share_a_counter_set() -> None:
+    whole = device("whole", counters={"gpu-0": {"memory": "8Gi"}})
+    half1 = device("half-1", counters={"gpu-0": {"memory": "4Gi"}})
+    half2 = device("half-2", counters={"gpu-0": {"memory": "4Gi"}})
+    slices = counters_slices(whole, half1, half2)
+    results = allocate([claim("c", request(count=2))], slices)
+    assert picked(results) == [[(REQ, DRIVER, "p", "half-1"), (REQ, DRIVER, "p", "half-2")]]
+    # The whole device is taken: its counters are gone, no partition fits.
+    used = allocated(claim("old"), (DRIVER, "p", "whole"))
+    assert allocate([claim()], slices, allocated_claims=[used]) is None
+    # One half taken: the other half fits, the whole does not.
+    used = allocated(claim("old"), (DRIVER, "p", "half-1"))
+    assert picked(allocate([claim()], slices, allocated_claims=[used])) == [
+        [(REQ, DRIVER, "p", "half-2")]
+    ]
+
+
+def test_s_dra_alloc_38_counters_need_the_gate_and_valid_references() -> None:
+    part = device("part", counters={"gpu-0": {"memory": "4Gi"}})
+    plain = slice_("plain", [part], pool="q")
+    assert allocate([claim()], [plain], features=replace(ALL, partitionable_devices=False)) is None
+    bad = device("bad", counters={"gpu-9": {"memory": "1Gi"}})
+    with pytest.raises(AllocationError, match="invalid resource pools"):
+        allocate([claim()], counters_slices(bad))
+
+
+# ---------------------------------------------------------------- consumable capacity
+
+
+def shared_device(name: str = "nic", **policy: object) -> types_pb2.Device:
+    d = device(name, capacity={"bandwidth": "10G"}, multi=True)
+    rp = d.capacity["bandwidth"].request_policy
+    if "default" in policy:
+        rp.default_value = str(policy["default"])
+    if "step" in policy:
+        rp.valid_range.min = str(policy.get("min", "1G"))
+        rp.valid_range.step = str(policy["step"])
+    if "max" in policy:
+        rp.valid_range.max = str(policy["max"])
+    return d
+
+
+def test_s_dra_alloc_39_a_shared_device_serves_several_claims() -> None:
+    s = slice_("s", [shared_device()])
+    a = claim("a", request(capacity={"bandwidth": "4G"}))
+    b = claim("b", request(capacity={"bandwidth": "6G"}))
+    results = allocate([a, b], [s])
+    assert picked(results) == [[(REQ, DRIVER, NODE, "nic")], [(REQ, DRIVER, NODE, "nic")]]
+    assert results is not None
+    first, second = results[0].devices.results[0], results[1].devices.results[0]
+    assert (first.share_id, dict(first.consumed_capacity)) == ("share-0", {"bandwidth": "4G"})
+    assert (second.share_id, dict(second.consumed_capacity)) == ("share-1", {"bandwidth": "6G"})
+    # 11G in all does not fit.
+    c = claim("c", request(capacity={"bandwidth": "7G"}))
+    assert allocate([a, c], [s]) is None
+    # What allocated claims consumed counts.
+    old = claim("old")
+    r = old.status.allocation.devices.results.add(
+        request=REQ, driver=DRIVER, pool=NODE, device="nic", share_id="u"
+    )
+    r.consumed_capacity["bandwidth"] = "8G"
+    assert allocate([a], [s], allocated_claims=[old]) is None
+
+
+def test_s_dra_alloc_40_request_policy_rounds_up() -> None:
+    s = slice_("s", [shared_device(step="2G", min="2G", max="8G")])
+    results = allocate([claim("c", request(capacity={"bandwidth": "3G"}))], [s])
+    assert results is not None
+    assert dict(results[0].devices.results[0].consumed_capacity) == {"bandwidth": "4G"}
+    # Above the range's max: does not fit.
+    assert allocate([claim("c", request(capacity={"bandwidth": "9G"}))], [s]) is None
+    # No request: the policy's default; no policy: the whole capacity.
+    s2 = slice_("s", [shared_device(default="1G")])
+    results = allocate([claim()], [s2])
+    assert results is not None
+    assert dict(results[0].devices.results[0].consumed_capacity) == {"bandwidth": "1G"}
+
+
+def test_s_dra_alloc_41_capacity_requests_on_exclusive_devices_filter() -> None:
+    devs = [device("small", capacity={"memory": "8Gi"}), device("big", capacity={"memory": "80Gi"})]
+    results = allocate([claim("c", request(capacity={"memory": "40Gi"}))], [slice_("s", devs)])
+    assert picked(results) == [[(REQ, DRIVER, NODE, "big")]]
+    assert results is not None and not results[0].devices.results[0].HasField("share_id")
+
+
+def test_s_dra_alloc_42_capacity_requests_need_the_gate() -> None:
+    c = claim("c", request(capacity={"memory": "1Gi"}))
+    with pytest.raises(
+        AllocationError, match="has capacity requests, but the DRAConsumableCapacity"
+    ):
+        allocate([c], [slice_("s", ["dev-1"])], features=replace(ALL, consumable_capacity=False))
+
+
+# ---------------------------------------------------------------- binding conditions
+
+
+def test_s_dra_alloc_43_binding_conditions_copied_and_tried_last() -> None:
+    attach = device(
+        "fabric",
+        binding_conditions=["Attached"],
+        binding_failure_conditions=["AttachFailed"],
+        binds_to_node=True,
+    )
+    fabric = slice_("f", [attach], all_nodes=True, pool="fabric")
+    local = slice_("s", ["dev-1"], pool="a-local")
+    # Pools without binding conditions first.
+    assert picked(allocate([claim()], [fabric, local])) == [[(REQ, DRIVER, "a-local", "dev-1")]]
+    results = allocate([claim()], [fabric])
+    assert results is not None
+    r = results[0].devices.results[0]
+    assert (list(r.binding_conditions), list(r.binding_failure_conditions)) == (
+        ["Attached"],
+        ["AttachFailed"],
+    )
+    # bindsToNode pins the allocation to the node even for an all-nodes slice.
+    field = results[0].node_selector.node_selector_terms[0].match_fields[0]
+    assert list(field.values) == [NODE]
+    # The feature off: such devices cannot be selected.
+    assert allocate([claim()], [fabric], features=replace(ALL, binding_conditions=False)) is None
+
+
+# ---------------------------------------------------------------- configuration
+
+
+def test_s_dra_alloc_44_class_and_claim_config_in_the_allocation() -> None:
+    cls_a = device_class(CLASS, configs=['{"a":1}'])
+    cls_b = device_class("class-b", configs=['{"b":1}'])
+    c = claim(
+        "c",
+        request(REQ),
+        request(REQ1, "class-b"),
+        request("req-2"),
+        configs=[([], '{"all":1}'), ([REQ1], '{"one":1}')],
+    )
+    results = allocate([c], [slice_("s", ["dev-1", "dev-2", "dev-3"])], classes=[cls_a, cls_b])
+    assert results is not None
+    got = [(x.source, list(x.requests), x.opaque.parameters.raw) for x in results[0].devices.config]
+    assert got == [
+        ("FromClass", [REQ, "req-2"], '{"a":1}'),
+        ("FromClass", [REQ1], '{"b":1}'),
+        ("FromClaim", [], '{"all":1}'),
+        ("FromClaim", [REQ1], '{"one":1}'),
+    ]
+
+
+def test_s_dra_alloc_45_a_config_for_every_request_lists_none() -> None:
+    cls_a = device_class(CLASS, configs=['{"a":1}'])
+    results = allocate(
+        [claim("c", request(REQ), request(REQ1))], [slice_("s", ["d1", "d2"])], classes=[cls_a]
+    )
+    assert results is not None
+    assert [(x.source, list(x.requests)) for x in results[0].devices.config] == [("FromClass", [])]
+
+
+def test_s_dra_alloc_46_subrequest_config_by_its_full_name() -> None:
+    c = claim(
+        "c",
+        first_available(REQ, sub_request("a"), sub_request("b")),
+        request(REQ1),
+        configs=[([f"{REQ}/a"], '{"sub":1}'), ([f"{REQ}/b"], '{"other":1}')],
+    )
+    results = allocate([c], [slice_("s", ["d1", "d2"])])
+    assert results is not None
+    claim_configs = [x for x in results[0].devices.config if x.source == "FromClaim"]
+    assert [x.opaque.parameters.raw for x in claim_configs] == ['{"sub":1}']
