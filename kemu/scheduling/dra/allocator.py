@@ -16,7 +16,9 @@ implementation that reads `Features`.
 
 Errors that abort allocation (a missing class, a CEL error, an invalid pool asked for all
 devices, ...) raise AllocationError with upstream's message; `allocate` returns None when the
-claims do not fit on the node.
+claims do not fit on the node. FailedAllocationOnNode (an AllocationError) is the one that is
+not fatal: the node has invalid pools and nothing else fits; the plugin makes it Unschedulable
+on that node.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Final, NamedTuple
 
 from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
@@ -42,9 +45,14 @@ from kemu.component.featuregate import (
 )
 from kemu.machinery.quantity import Quantity
 from kemu.scheduling.dra import consumable_capacity as cc
-from kemu.scheduling.dra.cel_cache import CelCache, CelCompileError, CelRuntimeError
+from kemu.scheduling.dra.cel_cache import (
+    CelCache,
+    CelCompileError,
+    CelEvaluator,
+    CelRuntimeError,
+)
 from kemu.scheduling.dra.constraints import Constraint, DistinctAttribute, MatchAttribute
-from kemu.scheduling.dra.pools import AllocationError, Pool, gather_pools, node_matches
+from kemu.scheduling.dra.pools import AllocationError, FailedAllocationOnNode, Pool, node_matches
 from kemu.scheduling.dra.taints import taint_prevents_allocation
 
 __all__ = [
@@ -52,6 +60,7 @@ __all__ = [
     "AllocationError",
     "Allocator",
     "DeviceID",
+    "FailedAllocationOnNode",
     "Features",
 ]
 
@@ -109,6 +118,12 @@ class Features:
         return cls(True, True, True, True, True, True, True)
 
 
+def new_cel_cache(features: Features) -> CelCache:
+    """The selector cache a scheduler (or an autoscaler simulation) keeps for its lifetime,
+    on kemu's CEL environment for these features."""
+    return CelCache(CelEvaluator(consumable_capacity=features.consumable_capacity))
+
+
 @dataclass
 class AllocatedState:
     """What allocated claims use (upstream AllocatedState, GatherAllocatedState): devices
@@ -158,6 +173,12 @@ class AllocatedState:
         return any(d == device_id for d, _ in self.shared_devices)
 
 
+class _Key(NamedTuple):
+    claim: int
+    request: int
+    sub_request: int
+
+
 @dataclass(slots=True)
 class _Request:
     """A request or a subrequest (upstream requestAccessor)."""
@@ -171,6 +192,8 @@ class _Request:
     selectors: Sequence[types_pb2.DeviceSelector]
     tolerations: Sequence[types_pb2.DeviceToleration]
     capacity: Mapping[str, str] | None  # None: no capacity requirements
+    # The selectors' CEL expressions (set once the selectors are known to all have one).
+    exprs: tuple[str, ...] = ()
 
     @classmethod
     def exact(cls, r: types_pb2.DeviceRequest) -> _Request:
@@ -216,11 +239,33 @@ class _Candidate:
     pool: Pool
 
 
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """A request or subrequest checked once per Allocator (nothing here depends on the node)."""
+
+    key: _Key
+    request: _Request
+    parent: _Request | None
+    device_class: types_pb2.DeviceClass
+    class_exprs: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _PreparedClaim:
+    claim: types_pb2.ResourceClaim
+    requests: tuple[_Prepared, ...]
+    # One factory per constraint: each Allocate call gets fresh ones.
+    constraints: tuple[Callable[[], Constraint], ...]
+    # Whether a class it may use or the claim itself has configuration.
+    has_config: bool
+
+
 @dataclass(slots=True)
 class _RequestData:
     request: _Request
     parent: _Request | None
     device_class: types_pb2.DeviceClass | None
+    class_exprs: tuple[str, ...] = ()
     num_devices: int = 0
     selected_sub_request: int = 0
     all_devices: list[_Candidate] = field(default_factory=list)
@@ -246,12 +291,6 @@ class _DeviceResult:
         return f"{self.parent}/{self.request.name}" if self.parent else self.request.name
 
 
-class _Key(NamedTuple):
-    claim: int
-    request: int
-    sub_request: int
-
-
 class _MaxSizeExceeded(Exception):
     """The claim would get more than 32 devices (upstream errAllocationResultMaxSizeExceeded):
     backtrack harder."""
@@ -269,6 +308,100 @@ def new_share_id() -> str:
 
 def _zero_counters(counter_set: types_pb2.CounterSet) -> dict[str, Quantity]:
     return {name: cc.quantity(c.value) for name, c in counter_set.counters.items()}
+
+
+def _prepare_claim(
+    a: Allocator, claim_index: int, claim: types_pb2.ResourceClaim
+) -> _PreparedClaim:
+    """upstream Allocate's per-claim checks that do not depend on the node, in its order."""
+    features = a.features
+    ref = _claim_ref(claim)
+    prepared: list[_Prepared] = []
+    for request_index, request in enumerate(claim.spec.devices.requests):
+        has_subs = len(request.first_available) > 0
+        if not features.prioritized_list and has_subs:
+            raise AllocationError(
+                f"claim {ref}, request {request.name}: has subrequests, but the "
+                "DRAPrioritizedList feature is disabled"
+            )
+        if not features.consumable_capacity:
+            if request.HasField("exactly") and request.exactly.HasField("capacity"):
+                raise AllocationError(
+                    f"claim {ref}, request {request.name}: has capacity requests, but the "
+                    "DRAConsumableCapacity feature is disabled"
+                )
+            for sub in request.first_available:
+                if sub.HasField("capacity"):
+                    raise AllocationError(
+                        f"claim {ref}, subrequest {sub.name}: has capacity requests, but the "
+                        "DRAConsumableCapacity feature is disabled"
+                    )
+        if has_subs:
+            parent = _Request(request.name, "", MODE_EXACT_COUNT, 0, False, False, (), (), None)
+            for sub_index, sub in enumerate(request.first_available):
+                key = _Key(claim_index, request_index, sub_index)
+                prepared.append(_prepare_request(a, ref, _Request.sub(sub), parent, key))
+        else:
+            key = _Key(claim_index, request_index, 0)
+            prepared.append(_prepare_request(a, ref, _Request.exact(request), None, key))
+    constraints: list[Callable[[], Constraint]] = []
+    for i, c in enumerate(claim.spec.devices.constraints):
+        names, attr = tuple(c.requests), ""
+        if c.HasField("match_attribute"):
+            attr = c.match_attribute
+            constraints.append(partial(MatchAttribute, names, attr))
+        elif c.HasField("distinct_attribute"):
+            attr = c.distinct_attribute
+            constraints.append(partial(DistinctAttribute, names, attr))
+        else:
+            raise AllocationError(
+                f"claim {ref}, constraint #{i}: empty constraint (unsupported constraint type?)"
+            )
+    has_config = bool(claim.spec.devices.config) or any(
+        p.device_class.spec.config for p in prepared
+    )
+    return _PreparedClaim(claim, tuple(prepared), tuple(constraints), has_config)
+
+
+def _prepare_request(
+    a: Allocator, ref: str, request: _Request, parent: _Request | None, key: _Key
+) -> _Prepared:
+    for i, selector in enumerate(request.selectors):
+        if not selector.HasField("cel"):
+            raise AllocationError(
+                f"claim {ref}, request {request.name}, selector #{i}: CEL expression empty "
+                "(unsupported selector type?)"
+            )
+    request.exprs = tuple(sel.cel.expression for sel in request.selectors)
+    if not a.features.admin_access and request.has_admin_access:
+        raise AllocationError(
+            f"claim {ref}, request {request.name}: admin access is requested, but the feature "
+            "is disabled"
+        )
+    if not request.class_name:
+        raise AllocationError(
+            f"claim {ref}, request {request.name}: missing device class name (unsupported "
+            "request type?)"
+        )
+    device_class = a.classes.get(request.class_name)
+    if device_class is None:
+        raise AllocationError(
+            f"claim {ref}, request {request.name}: could not retrieve device class "
+            f'{request.class_name}: deviceclass.resource.k8s.io "{request.class_name}" not found'
+        )
+    if request.mode == MODE_EXACT_COUNT:
+        if request.count > _MAX_INT:
+            raise AllocationError(
+                f"claim {ref}, request {request.name}: exact count {request.count} is too large"
+            )
+    elif request.mode != MODE_ALL:
+        raise AllocationError(
+            f"claim {ref}, request {request.name}: unsupported count mode {request.mode}"
+        )
+    class_exprs = tuple(
+        sel.cel.expression for sel in device_class.spec.selectors if sel.HasField("cel")
+    )
+    return _Prepared(key, request, parent, device_class, class_exprs)
 
 
 class Allocator:
@@ -307,7 +440,14 @@ class Allocator:
         # Counters left in each pool after the allocated devices' consumption (computed once:
         # nothing it depends on changes while this Allocator lives).
         self._available_counters: dict[tuple[str, str], dict[str, dict[str, Quantity]]] = {}
+        self._prepared: list[_PreparedClaim] | None = None
         self.allocate_one_calls = 0
+
+    def prepared(self) -> list[_PreparedClaim]:
+        """The claims' requests checked (once; an AllocationError is raised again each call)."""
+        if self._prepared is None:
+            self._prepared = [_prepare_claim(self, i, c) for i, c in enumerate(self.claims)]
+        return self._prepared
 
     def allocate(self, node: types_pb2.Node) -> list[types_pb2.AllocationResult] | None:
         """One AllocationResult per claim (in order), or None when they do not fit on `node`."""
@@ -340,7 +480,7 @@ class _Run:
         a = self.a
         slices_for_node = a._slices_on_node.get(self.node.metadata.name, []) + a._slices_shared
         try:
-            self.pools = gather_pools(
+            self.pools = a.cel_cache.pools.gather(
                 slices_for_node,
                 self.node,
                 partitionable_devices=self.features.partitionable_devices,
@@ -349,8 +489,8 @@ class _Run:
         except AllocationError as e:
             raise AllocationError(f"gather pool information: {e}") from None
 
-        for claim_index, claim in enumerate(self.claims):
-            self._check_claim(claim_index, claim)
+        for claim_index, prepared in enumerate(a.prepared()):
+            self._check_claim(claim_index, prepared)
 
         try:
             done = self._allocate_one(_Key(0, 0, 0), 0, False, (0, 0, 0))
@@ -359,134 +499,71 @@ class _Run:
         if not done:
             for pool in self.pools:
                 if pool.is_invalid:
-                    # Not fatal for other nodes (upstream ErrFailedAllocationOnNode).
-                    raise AllocationError("invalid resource pools were encountered")
+                    # Not fatal for other nodes.
+                    raise FailedAllocationOnNode("invalid resource pools were encountered")
             return None
         return [self._result(i, claim) for i, claim in enumerate(self.claims)]
 
-    def _check_claim(self, claim_index: int, claim: types_pb2.ResourceClaim) -> None:
-        features = self.features
-        min_devices = 0
-        for request_index, request in enumerate(claim.spec.devices.requests):
-            has_subs = len(request.first_available) > 0
-            if not features.prioritized_list and has_subs:
-                raise AllocationError(
-                    f"claim {_claim_ref(claim)}, request {request.name}: has subrequests, but "
-                    "the DRAPrioritizedList feature is disabled"
-                )
-            if not features.consumable_capacity:
-                if request.HasField("exactly") and request.exactly.HasField("capacity"):
-                    raise AllocationError(
-                        f"claim {_claim_ref(claim)}, request {request.name}: has capacity "
-                        "requests, but the DRAConsumableCapacity feature is disabled"
-                    )
-                for sub in request.first_available:
-                    if sub.HasField("capacity"):
-                        raise AllocationError(
-                            f"claim {_claim_ref(claim)}, subrequest {sub.name}: has capacity "
-                            "requests, but the DRAConsumableCapacity feature is disabled"
-                        )
-            if has_subs:
-                parent = _Request(request.name, "", MODE_EXACT_COUNT, 0, False, False, (), (), None)
-                least = _MAX_INT
-                for sub_index, sub in enumerate(request.first_available):
-                    key = _Key(claim_index, request_index, sub_index)
-                    data = self._validate_request(_Request.sub(sub), parent, key)
-                    self.request_data[key] = data
-                    least = min(least, data.num_devices)
-                min_devices += least
+    def _check_claim(self, claim_index: int, prepared: _PreparedClaim) -> None:
+        """This call's state for one claim: its requests' data (an "All" request's devices on
+        this node), the claim's device limit, fresh constraints."""
+        claim = prepared.claim
+        least: dict[int, int] = {}
+        for p in prepared.requests:
+            data = _RequestData(
+                request=p.request,
+                parent=p.parent,
+                device_class=p.device_class,
+                class_exprs=p.class_exprs,
+            )
+            if p.request.mode == MODE_ALL:
+                self._collect_all(p.key, data)
             else:
-                key = _Key(claim_index, request_index, 0)
-                data = self._validate_request(_Request.exact(request), None, key)
-                self.request_data[key] = data
-                min_devices += data.num_devices
+                data.num_devices = p.request.count
+            self.request_data[p.key] = data
+            have = least.get(p.key.request)
+            least[p.key.request] = data.num_devices if have is None else min(have, data.num_devices)
+        min_devices = sum(least.values())
         if min_devices > ALLOCATION_RESULTS_MAX_SIZE:
             raise AllocationError(
                 f"claim {_claim_ref(claim)}: number of requested devices {min_devices} exceeds "
                 f"the claim limit of {ALLOCATION_RESULTS_MAX_SIZE}"
             )
-        constraints: list[Constraint] = []
-        for i, c in enumerate(claim.spec.devices.constraints):
-            if c.HasField("match_attribute"):
-                constraints.append(MatchAttribute(c.requests, c.match_attribute))
-            elif c.HasField("distinct_attribute"):
-                constraints.append(DistinctAttribute(c.requests, c.distinct_attribute))
-            else:
-                raise AllocationError(
-                    f"claim {_claim_ref(claim)}, constraint #{i}: empty constraint "
-                    "(unsupported constraint type?)"
-                )
-        self.constraints[claim_index] = constraints
+        self.constraints[claim_index] = [make() for make in prepared.constraints]
 
-    def _validate_request(
-        self, request: _Request, parent: _Request | None, key: _Key
-    ) -> _RequestData:
-        claim = self.claims[key.claim]
-        ref = _claim_ref(claim)
-        for i, selector in enumerate(request.selectors):
-            if not selector.HasField("cel"):
+    def _collect_all(self, key: _Key, data: _RequestData) -> None:
+        """The devices an "All" request takes on this node: every selectable one of every
+        pool; an incomplete or invalid pool is an error."""
+        ref = _claim_ref(self.claims[key.claim])
+        request = data.request
+        for pool in self.pools:
+            if pool.is_incomplete:
                 raise AllocationError(
-                    f"claim {ref}, request {request.name}, selector #{i}: CEL expression empty "
-                    "(unsupported selector type?)"
+                    f"claim {ref}, request {request.name}: asks for all devices, but "
+                    f"resource pool {pool.id} is currently being updated"
                 )
-        if not self.features.admin_access and request.has_admin_access:
-            raise AllocationError(
-                f"claim {ref}, request {request.name}: admin access is requested, but the "
-                "feature is disabled"
-            )
-        if not request.class_name:
-            raise AllocationError(
-                f"claim {ref}, request {request.name}: missing device class name (unsupported "
-                "request type?)"
-            )
-        device_class = self.a.classes.get(request.class_name)
-        if device_class is None:
-            raise AllocationError(
-                f"claim {ref}, request {request.name}: could not retrieve device class "
-                f'{request.class_name}: deviceclass.resource.k8s.io "{request.class_name}" '
-                "not found"
-            )
-        data = _RequestData(request=request, parent=parent, device_class=device_class)
-        if request.mode == MODE_EXACT_COUNT:
-            if request.count > _MAX_INT:
+            if pool.is_invalid:
                 raise AllocationError(
-                    f"claim {ref}, request {request.name}: exact count {request.count} is too large"
+                    f"claim {ref}, request {request.name}: asks for all devices, but "
+                    f"resource pool {pool.id} is currently invalid"
                 )
-            data.num_devices = request.count
-        elif request.mode == MODE_ALL:
-            for pool in self.pools:
-                if pool.is_incomplete:
-                    raise AllocationError(
-                        f"claim {ref}, request {request.name}: asks for all devices, but "
-                        f"resource pool {pool.id} is currently being updated"
+            for s in pool.device_slices_targeting_node:
+                for index, device in enumerate(s.spec.devices):
+                    cand = _Candidate(
+                        DeviceID(s.spec.driver, s.spec.pool.name, device.name),
+                        device,
+                        s,
+                        index,
+                        pool,
                     )
-                if pool.is_invalid:
-                    raise AllocationError(
-                        f"claim {ref}, request {request.name}: asks for all devices, but "
-                        f"resource pool {pool.id} is currently invalid"
-                    )
-                for s in pool.device_slices_targeting_node:
-                    for index, device in enumerate(s.spec.devices):
-                        cand = _Candidate(
-                            DeviceID(s.spec.driver, s.spec.pool.name, device.name),
-                            device,
-                            s,
-                            index,
-                            pool,
-                        )
-                        if not self._is_selectable(key, data, cand):
-                            continue
-                        if self.features.consumable_capacity and (
-                            self._capacity_fits(key, request, cand) is None
-                        ):
-                            continue
-                        data.all_devices.append(cand)
-            data.num_devices = len(data.all_devices)
-        else:
-            raise AllocationError(
-                f"claim {ref}, request {request.name}: unsupported count mode {request.mode}"
-            )
-        return data
+                    if not self._is_selectable(key, data, cand):
+                        continue
+                    if self.features.consumable_capacity and (
+                        self._capacity_fits(key, request, cand) is None
+                    ):
+                        continue
+                    data.all_devices.append(cand)
+        data.num_devices = len(data.all_devices)
 
     # ------------------------------------------------------------ the search
 
@@ -583,12 +660,12 @@ class _Run:
                     cand = _Candidate(device_id, device, s, index, pool)
                     if not self._is_selectable(key, data, cand):
                         continue
-                    if (
-                        features.consumable_capacity
-                        and self._capacity_fits(key, request, cand) is None
-                    ):
-                        continue
-                    undo = self._allocate_device(key, data, cand, must=False)
+                    fits: dict[str, Quantity] | None = None
+                    if features.consumable_capacity:
+                        fits = self._capacity_fits(key, request, cand)
+                        if fits is None:
+                            continue
+                    undo = self._allocate_device(key, data, cand, must=False, fits=fits)
                     if undo is None:
                         continue
                     try:
@@ -619,14 +696,20 @@ class _Run:
         found = self.matches.get(match_key)
         if found is not None:
             return found
-        result = True
-        if data.device_class is not None and not self._selectors_match(
-            key, cand, data.device_class, data.device_class.spec.selectors
-        ):
-            result = False
-        elif not self._selectors_match(key, cand, None, data.request.selectors):
-            result = False
-        elif cand.slice.spec.per_device_node_selection:
+        cache = self.a.cel_cache
+        request = data.request
+        device_key = cache.device_key(cand.slice, cand.index)
+        driver = cand.id.driver
+        result = cache.selected(data.class_exprs, request.exprs, driver, device_key)
+        if result is None:
+            result = (
+                data.device_class is None
+                or self._selectors_match(
+                    key, cand, data.device_class, data.device_class.spec.selectors
+                )
+            ) and self._selectors_match(key, cand, None, request.selectors)
+            cache.remember_selected(data.class_exprs, request.exprs, driver, device_key, result)
+        if result and cand.slice.spec.per_device_node_selection:
             result = node_matches(
                 self.node,
                 device.node_name,
@@ -682,6 +765,13 @@ class _Run:
         device = cand.device
         if not device.capacity:
             return {} if not request.capacity else None
+        if (
+            not request.capacity
+            and not device.allow_multiple_allocations
+            and not any(c.HasField("request_policy") for c in device.capacity.values())
+        ):
+            # An exclusive device asked for no capacity: it takes all of each, which fits.
+            return {}
         try:
             return cc.request_fits(
                 request.capacity,
@@ -697,7 +787,13 @@ class _Run:
             ) from None
 
     def _allocate_device(
-        self, key: _Key, data: _RequestData, cand: _Candidate, *, must: bool
+        self,
+        key: _Key,
+        data: _RequestData,
+        cand: _Candidate,
+        *,
+        must: bool,
+        fits: dict[str, Quantity] | None = None,
     ) -> Callable[[], None] | None:
         """Checks availability and constraints for one selectable candidate; if it can be
         taken, records it and returns how to undo that, else None."""
@@ -747,7 +843,9 @@ class _Run:
         consumed: dict[str, Quantity] | None = None
         share_id: str | None = None
         if features.consumable_capacity:
-            fits = self._capacity_fits(key, request, cand)
+            if fits is None:
+                # Not checked by the caller ("All"), or nothing changed since it was.
+                fits = self._capacity_fits(key, request, cand)
             if fits is None:
                 for c in constraints:
                     c.remove(base, sub, device, device_id.driver)
@@ -881,17 +979,19 @@ class _Run:
             )
             if r.admin_access is not None:
                 entry.admin_access = r.admin_access
-            entry.tolerations.extend(r.request.tolerations)
+            if r.request.tolerations:
+                entry.tolerations.extend(r.request.tolerations)
             if r.share_id is not None:
                 entry.share_id = r.share_id
             if r.consumed:
                 for name, value in r.consumed.items():
                     status_name = cc.capacity_name_for_status(name, r.id.driver, r.device.capacity)
                     entry.consumed_capacity[status_name] = str(value)
-            if binding:
+            if binding and r.device.binding_conditions:
                 entry.binding_conditions.extend(r.device.binding_conditions)
                 entry.binding_failure_conditions.extend(r.device.binding_failure_conditions)
-        self._add_configs(out, claim_index, claim)
+        if self.a.prepared()[claim_index].has_config:
+            self._add_configs(out, claim_index, claim)
         selector = self._node_selector(claim, self.results[claim_index])
         if selector is not None:
             out.node_selector.CopyFrom(selector)

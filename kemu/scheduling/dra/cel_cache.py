@@ -8,8 +8,9 @@ capacity and allowMultipleAllocations), so a result stays valid until the slice 
 changed slice is a new object whose devices are looked up again. Errors are cached too: a
 runtime error on a device is as deterministic as a result.
 
-The evaluator (the CEL environment) is a protocol here; the scheduler plugs in kemu's CEL
-module. Tests may plug in a table of Python functions.
+The evaluator is a protocol; `CelEvaluator` is the real one, on kemu's CEL module
+(kemu/machinery/dra_cel.py: upstream's DRA environment on cel-expr-python). Tests may plug in a
+table of Python functions.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from dataclasses import dataclass
 from typing import Final, Protocol
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery import dra_cel
+from kemu.machinery.errors import Invalid
+from kemu.scheduling.dra.pools import PoolCache
 
 
 class CelCompileError(Exception):
@@ -33,9 +37,53 @@ class SelectorEvaluator(Protocol):
     """Evaluates one DRA device selector on one device (upstream cel.CompilationResult
     DeviceMatches on a cel.Device{Driver, Attributes, Capacity, AllowMultipleAllocations})."""
 
-    def evaluate(self, expression: str, driver: str, device: types_pb2.Device) -> bool:
-        """True or False; raises CelCompileError or CelRuntimeError."""
+    def evaluate(
+        self, expression: str, driver: str, device: types_pb2.Device, device_key: bytes
+    ) -> bool:
+        """True or False; raises CelCompileError or CelRuntimeError. `device_key` identifies
+        the device's content (equal keys: equal devices), for the evaluator's own caching."""
         ...
+
+
+# Compiled expressions kept (upstream's scheduler keeps 10; kemu's results cache makes a
+# compilation rare, a few more are cheap).
+COMPILED_EXPRESSIONS: Final = 64
+# Device views kept (one per distinct device content being evaluated).
+DEVICE_VIEWS: Final = 10_000
+
+
+class CelEvaluator:
+    """SelectorEvaluator on kemu's CEL module: upstream's environment (with
+    `device.allowMultipleAllocations` when DRAConsumableCapacity is on)."""
+
+    def __init__(self, *, consumable_capacity: bool) -> None:
+        self._compiled = dra_cel.SelectorCache(
+            COMPILED_EXPRESSIONS, dra_cel.Features(consumable_capacity=consumable_capacity)
+        )
+        self._views: dict[tuple[str, bytes], dra_cel.DeviceView | str] = {}
+
+    def evaluate(
+        self, expression: str, driver: str, device: types_pb2.Device, device_key: bytes
+    ) -> bool:
+        try:
+            selector = self._compiled.get_or_compile(expression)
+        except dra_cel.SelectorCompileError as e:
+            raise CelCompileError(e.detail) from None
+        view = self._views.get((driver, device_key))
+        if view is None:
+            try:
+                view = dra_cel.DeviceView.of(driver, device)
+            except Invalid as e:
+                view = str(e)
+            if len(self._views) >= DEVICE_VIEWS:
+                self._views.clear()
+            self._views[(driver, device_key)] = view
+        if isinstance(view, str):
+            raise CelRuntimeError(view)
+        try:
+            return selector.matches(view)
+        except dra_cel.CELRuntimeError as e:
+            raise CelRuntimeError(str(e)) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +101,8 @@ MAX_SLICES: Final = 50_000
 
 
 class CelCache:
-    """Results of (expression, driver, device content) across Allocate calls. One per
+    """What the allocator keeps across Allocate calls: results of (expression, driver, device
+    content), each slice's device keys, each node's gathered pools (`pools`). One per
     scheduler (or autoscaler simulation); not thread-safe (kemu's Filter runs on one thread)."""
 
     def __init__(self, evaluator: SelectorEvaluator, *, max_results: int = MAX_RESULTS) -> None:
@@ -61,6 +110,9 @@ class CelCache:
         self._max_results = max_results
         self._results: dict[tuple[str, str, bytes], bool | _Failed] = {}
         self._slice_keys: dict[int, tuple[types_pb2.ResourceSlice, list[bytes]]] = {}
+        self.pools = PoolCache()
+        # (class expressions, request expressions, driver, device key) → all of them match.
+        self._combined: dict[tuple[tuple[str, ...], tuple[str, ...], str, bytes], bool] = {}
         self.evaluations = 0  # how many times the evaluator ran (for the benchmark)
 
     def device_key(self, s: types_pb2.ResourceSlice, index: int) -> bytes:
@@ -74,6 +126,24 @@ class CelCache:
             self._slice_keys[id(s)] = entry
         return entry[1][index]
 
+    def selected(
+        self, class_exprs: tuple[str, ...], request_exprs: tuple[str, ...], driver: str, key: bytes
+    ) -> bool | None:
+        """The remembered outcome of a class's and a request's selectors on a device, or None."""
+        return self._combined.get((class_exprs, request_exprs, driver, key))
+
+    def remember_selected(
+        self,
+        class_exprs: tuple[str, ...],
+        request_exprs: tuple[str, ...],
+        driver: str,
+        key: bytes,
+        outcome: bool,
+    ) -> None:
+        if len(self._combined) >= self._max_results:
+            self._combined.clear()
+        self._combined[(class_exprs, request_exprs, driver, key)] = outcome
+
     def matches(self, expression: str, driver: str, device: types_pb2.Device, key: bytes) -> bool:
         """The selector's result on the device; raises CelCompileError or CelRuntimeError."""
         cache_key = (expression, driver, key)
@@ -81,7 +151,7 @@ class CelCache:
         if found is None:
             self.evaluations += 1
             try:
-                found = self._evaluator.evaluate(expression, driver, device)
+                found = self._evaluator.evaluate(expression, driver, device, key)
             except CelCompileError as e:
                 found = _Failed(True, str(e))
             except CelRuntimeError as e:

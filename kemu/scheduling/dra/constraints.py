@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from kemu.api.v1 import types_pb2
+from kemu.scheduling.dra.pools import AllocationError
 
 # A typed attribute value: ("string" | "int" | "bool" | "version", value).
 AttributeValue = tuple[str, object]
@@ -81,13 +82,12 @@ class MatchAttribute:
         if attr is None:
             return False
         value = attribute_value(attr)
-        if value is None:
-            return False
         if self._count == 0:
+            # The first device with the attribute joins, whatever its value.
             self._value = value
             self._count = 1
             return True
-        if value != self._value:
+        if value is None or self._value is None or value != self._value:
             return False
         self._count += 1
         return True
@@ -105,7 +105,7 @@ class DistinctAttribute:
     def __init__(self, requests: Sequence[str], attribute: str) -> None:
         self._requests = frozenset(requests)
         self._attribute = attribute
-        self._values: list[AttributeValue | None] = []
+        self._values: list[AttributeValue] = []
 
     def add(self, request: str, sub_request: str, device: types_pb2.Device, driver: str) -> bool:
         if not _applies(self._requests, request, sub_request):
@@ -114,18 +114,18 @@ class DistinctAttribute:
         if attr is None:
             return False
         value = attribute_value(attr)
+        if value is None:
+            # upstream's attribute lookup refuses a value of no known type.
+            raise AllocationError(f"attribute {self._attribute}: unsupported attribute value")
         if not self._distinct(value):
             return False
         self._values.append(value)
         return True
 
-    def _distinct(self, value: AttributeValue | None) -> bool:
-        # As upstream: the first value of another type ends the comparison as "distinct", an
-        # existing value of an unknown type as "not distinct".
+    def _distinct(self, value: AttributeValue) -> bool:
+        # As upstream: the first value of another type ends the comparison as "distinct".
         for existing in self._values:
-            if existing is None:
-                return False
-            if value is None or existing[0] != value[0]:
+            if existing[0] != value[0]:
                 return True
             if existing[1] == value[1]:
                 return False

@@ -23,6 +23,12 @@ class AllocationError(Exception):
     plugin turns it into an Error status, not Unschedulable). The message is upstream's."""
 
 
+class FailedAllocationOnNode(AllocationError):
+    """Not fatal: this node cannot be used, others may (upstream's ErrFailedAllocationOnNode;
+    the plugin makes it Unschedulable with this message: only when every node fails is it
+    seen)."""
+
+
 @dataclass(frozen=True, slots=True, order=True)
 class PoolID:
     driver: str
@@ -87,6 +93,51 @@ def gather_pools(
     partitionable_devices: bool,
     all_slices: Sequence[types_pb2.ResourceSlice],
 ) -> list[Pool]:
+    return _gather(slices, node, partitionable_devices, all_slices)[0]
+
+
+class PoolCache:
+    """Each node's gathered pools across Allocate calls, valid while the node object and the
+    slices for it are the same objects (informer objects are replaced, never changed). Pools
+    whose completeness needed the other nodes' slices are not cached. One entry per node."""
+
+    def __init__(self) -> None:
+        self._entries: dict[
+            tuple[str, bool],
+            tuple[types_pb2.Node, tuple[types_pb2.ResourceSlice, ...], list[Pool]],
+        ] = {}
+
+    def gather(
+        self,
+        slices: Sequence[types_pb2.ResourceSlice],
+        node: types_pb2.Node,
+        *,
+        partitionable_devices: bool,
+        all_slices: Sequence[types_pb2.ResourceSlice],
+    ) -> list[Pool]:
+        key = (node.metadata.name, partitionable_devices)
+        entry = self._entries.get(key)
+        if (
+            entry is not None
+            and entry[0] is node
+            and len(entry[1]) == len(slices)
+            and all(a is b for a, b in zip(entry[1], slices, strict=True))
+        ):
+            return entry[2]
+        pools, used_all = _gather(slices, node, partitionable_devices, all_slices)
+        if used_all:
+            self._entries.pop(key, None)
+        else:
+            self._entries[key] = (node, tuple(slices), pools)
+        return pools
+
+
+def _gather(
+    slices: Sequence[types_pb2.ResourceSlice],
+    node: types_pb2.Node,
+    partitionable_devices: bool,
+    all_slices: Sequence[types_pb2.ResourceSlice],
+) -> tuple[list[Pool], bool]:
     """The pools with devices for `node`. `slices` are the candidates (the node's own and the
     shared ones), `all_slices` every slice (for the completeness check of a pool whose other
     slices target other nodes).
@@ -128,6 +179,7 @@ def gather_pools(
         # Otherwise: some future way of selecting nodes, unknown here; skipped.
 
     result: list[Pool] = []
+    used_all = False
     for pool_id in sorted(by_pool):
         pool_slices = by_pool[pool_id]
         want = pool_slices[0].spec.pool.resource_slice_count
@@ -135,6 +187,7 @@ def gather_pools(
             result.append(_build_pool(pool_id, pool_slices, partitionable_devices, None))
             continue
         # Some slices were left out because they target other nodes: look at all of them.
+        used_all = True
         obsolete, all_for_pool = _check_slices_in_pool(
             all_slices, pool_id, pool_slices[0].spec.pool.generation
         )
@@ -147,7 +200,7 @@ def gather_pools(
         result.append(_build_pool(pool_id, pool_slices, partitionable_devices, all_for_pool))
     # Binding conditions last (stable sort keeps (driver, pool) order within each group).
     result.sort(key=lambda p: p.has_binding_conditions)
-    return result
+    return result, used_all
 
 
 def _add_slice(

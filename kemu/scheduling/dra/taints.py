@@ -78,3 +78,52 @@ def apply_taint_rules(
                 copy.spec.devices[i].taints.append(rule.spec.taint)
         out.append(copy if copy is not None else s)
     return out
+
+
+class TaintedSlices:
+    """`apply_taint_rules` remembered per slice across calls, so that a tainted slice stays the
+    same object while neither it nor the rules change (the allocator's caches key on slice
+    identity). One per scheduler; not thread-safe."""
+
+    def __init__(self) -> None:
+        self._entries: dict[
+            int,
+            tuple[
+                types_pb2.ResourceSlice,
+                tuple[types_pb2.DeviceTaintRule, ...],
+                types_pb2.ResourceSlice,
+            ],
+        ] = {}
+
+    def apply(
+        self,
+        slices: Sequence[types_pb2.ResourceSlice],
+        rules: Sequence[types_pb2.DeviceTaintRule],
+    ) -> list[types_pb2.ResourceSlice]:
+        if not rules:
+            self._entries.clear()
+            return list(slices)
+        rules_now = tuple(rules)
+        out: list[types_pb2.ResourceSlice] = []
+        entries: dict[
+            int,
+            tuple[
+                types_pb2.ResourceSlice,
+                tuple[types_pb2.DeviceTaintRule, ...],
+                types_pb2.ResourceSlice,
+            ],
+        ] = {}
+        for s in slices:
+            entry = self._entries.get(id(s))
+            if (
+                entry is None
+                or entry[0] is not s
+                or len(entry[1]) != len(rules_now)
+                or any(a is not b for a, b in zip(entry[1], rules_now, strict=True))
+            ):
+                entry = (s, rules_now, apply_taint_rules([s], rules_now)[0])
+            entries[id(s)] = entry
+            out.append(entry[2])
+        # Only the slices of this call are kept: deleted slices are forgotten.
+        self._entries = entries
+        return out

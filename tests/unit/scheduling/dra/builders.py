@@ -29,7 +29,9 @@ class FakeEvaluator:
         self.table: dict[str, Predicate] = dict(table or {})
         self.calls = 0
 
-    def evaluate(self, expression: str, driver: str, device: types_pb2.Device) -> bool:
+    def evaluate(
+        self, expression: str, driver: str, device: types_pb2.Device, device_key: bytes
+    ) -> bool:
         self.calls += 1
         fn = self.table.get(expression)
         if fn is None:

@@ -17,6 +17,7 @@ from kemu.scheduling.dra.allocator import (
     AllocationError,
     Allocator,
     DeviceID,
+    FailedAllocationOnNode,
     Features,
 )
 from kemu.scheduling.dra.cel_cache import CelCache
@@ -187,8 +188,9 @@ def test_s_dra_alloc_13_duplicate_device_names_make_the_pool_invalid() -> None:
         slice_("s", ["dev-1"], count=2, pool="p"),
         slice_("t", ["dev-1"], count=2, pool="p"),
     ]
-    with pytest.raises(AllocationError, match="invalid resource pools were encountered"):
+    with pytest.raises(FailedAllocationOnNode) as e:
         allocate([claim()], slices)
+    assert str(e.value) == "invalid resource pools were encountered"
     with pytest.raises(AllocationError, match="is currently invalid"):
         allocate([claim("c", request(mode="All"))], slices)
     # Another pool that fits: no error.

@@ -10,9 +10,14 @@ from dataclasses import replace
 import pytest
 
 from kemu.api.v1 import types_pb2
-from kemu.scheduling.dra.allocator import AllocatedState, AllocationError, Allocator, Features
+from kemu.scheduling.dra.allocator import (
+    AllocatedState,
+    AllocationError,
+    Allocator,
+    new_cel_cache,
+)
 from kemu.scheduling.dra.cel_cache import CelCache
-from kemu.scheduling.dra.taints import apply_taint_rules
+from kemu.scheduling.dra.taints import TaintedSlices, apply_taint_rules
 from tests.unit.scheduling.dra.builders import (
     CLASS,
     DRIVER,
@@ -454,3 +459,304 @@ def test_s_dra_alloc_46_subrequest_config_by_its_full_name() -> None:
     assert results is not None
     claim_configs = [x for x in results[0].devices.config if x.source == "FromClaim"]
     assert [x.opaque.parameters.raw for x in claim_configs] == ['{"sub":1}']
+
+
+# ---------------------------------------------------------------- real CEL
+
+
+def test_s_dra_alloc_47_real_cel_selectors() -> None:
+    devs = [
+        device("small", attrs={"model": "T4"}, capacity={"memory": "16Gi"}),
+        device("big", attrs={"model": "A100"}, capacity={"memory": "80Gi"}),
+    ]
+    cls = device_class(CLASS, [f'device.driver == "{DRIVER}"'])
+    c = claim(
+        "c",
+        request(
+            selectors=[
+                f'device.attributes["{DRIVER}"].model == "A100"',
+                f'device.capacity["{DRIVER}"].memory.compareTo(quantity("40Gi")) >= 0',
+            ]
+        ),
+    )
+    cache = new_cel_cache(ALL)
+    alloc = Allocator(ALL, [c], AllocatedState(), {CLASS: cls}, [slice_("s", devs)], cache)
+    assert picked(alloc.allocate(node())) == [[(REQ, DRIVER, NODE, "big")]]
+    # A missing attribute is a runtime error that aborts, with upstream's wrapping.
+    bad = claim("c", request(selectors=[f'device.attributes["{DRIVER}"].nope == 1']))
+    alloc = Allocator(ALL, [bad], AllocatedState(), {CLASS: cls}, [slice_("s", devs)], cache)
+    with pytest.raises(AllocationError) as e:
+        alloc.allocate(node())
+    assert str(e.value).startswith(
+        f"claim default/c: selector #0 on device {DRIVER}/{NODE}/small: CEL runtime error: "
+    )
+    # The short-circuit idiom avoids it.
+    ok = claim("c", request(selectors=[f'device.attributes["{DRIVER}"].?nope.orValue(0) == 0']))
+    alloc = Allocator(ALL, [ok], AllocatedState(), {CLASS: cls}, [slice_("s", devs)], cache)
+    assert picked(alloc.allocate(node())) == [[(REQ, DRIVER, NODE, "small")]]
+
+
+def test_s_dra_alloc_48_tainted_slices_stay_the_same_objects() -> None:
+    rule = types_pb2.DeviceTaintRule()
+    rule.spec.device_selector.device = "dev-1"
+    rule.spec.taint.key = "maintenance"
+    rule.spec.taint.effect = "NoExecute"
+    s, t = slice_("s", ["dev-1"]), slice_("t", ["dev-2"], pool="q")
+    tainted = TaintedSlices()
+    first = tainted.apply([s, t], [rule])
+    again = tainted.apply([s, t], [rule])
+    assert first[0] is again[0] and first[0] is not s and again[1] is t
+    # Another rule object (an update): taints computed again.
+    rule2 = types_pb2.DeviceTaintRule()
+    rule2.CopyFrom(rule)
+    rule2.spec.taint.key = "other"
+    third = tainted.apply([s, t], [rule2])
+    assert [x.key for x in third[0].spec.devices[0].taints] == ["other"]
+    assert tainted.apply([s, t], []) == [s, t]
+
+
+def counter_device(name: str, **by_set: dict[str, str]) -> types_pb2.Device:
+    return device(name, counters=by_set)
+
+
+def test_s_dra_alloc_49_partitionable_two_requests_skip_the_partition_that_overflows() -> None:
+    # upstream "partitionable-devices-multiple-devices": 8Gi shared by 4Gi, 6Gi, 4Gi partitions.
+    slices = [
+        slice_(
+            "devices",
+            [
+                counter_device("dev-1", cs1={"memory": "4Gi"}),
+                counter_device("dev-2", cs1={"memory": "6Gi"}),
+                counter_device("dev-3", cs1={"memory": "4Gi"}),
+            ],
+            pool="p",
+            count=2,
+        ),
+        slice_("counters", shared_counters={"cs1": {"memory": "8Gi"}}, pool="p", count=2),
+    ]
+    c = claim("c", request(REQ), request(REQ1))
+    assert picked(allocate([c], slices)) == [
+        [(REQ, DRIVER, "p", "dev-1"), (REQ1, DRIVER, "p", "dev-3")]
+    ]
+
+
+def test_s_dra_alloc_50_partitionable_pools_with_allocated_devices() -> None:
+    # upstream "partitionable-devices-multiple-pools": pool p1's cpus are used up by allocated
+    # partitions; p2 has room for exactly two small ones.
+    def pool(name: str, devices: list[types_pb2.Device]) -> list[types_pb2.ResourceSlice]:
+        return [
+            slice_(f"{name}-devices", devices, pool=name, count=2),
+            slice_(
+                f"{name}-counters",
+                shared_counters={"cs1": {"cpus": "8", "memory": "18Gi"}},
+                pool=name,
+                count=2,
+            ),
+        ]
+
+    p1 = pool(
+        "p1",
+        [
+            counter_device("dev-1", cs1={"cpus": "6", "memory": "4Gi"}),
+            counter_device("dev-2", cs1={"cpus": "4", "memory": "6Gi"}),
+            counter_device("dev-3", cs1={"cpus": "4", "memory": "4Gi"}),
+        ],
+    )
+    p2 = pool(
+        "p2",
+        [
+            counter_device("dev-1", cs1={"cpus": "6", "memory": "4Gi"}),
+            counter_device("dev-2", cs1={"cpus": "1", "memory": "7Gi"}),
+            counter_device("dev-3", cs1={"cpus": "1", "memory": "7Gi"}),
+        ],
+    )
+    used = allocated(
+        claim("old"), (DRIVER, "p1", "dev-2"), (DRIVER, "p1", "dev-3"), (DRIVER, "p2", "dev-1")
+    )
+    c = claim("c", request(REQ), request(REQ1))
+    assert picked(allocate([c], p1 + p2, allocated_claims=[used])) == [
+        [(REQ, DRIVER, "p2", "dev-2"), (REQ1, DRIVER, "p2", "dev-3")]
+    ]
+
+
+def test_s_dra_alloc_51_partitionable_off_the_counter_slice_still_completes_the_pool() -> None:
+    # upstream "partitionable-devices-disabled-other-device-do-not-consume-counters".
+    slices = [
+        slice_(
+            "devices",
+            [counter_device("dev-1", cs1={"memory": "4Gi"}), device("dev-2")],
+            pool="p",
+            count=2,
+        ),
+        slice_("counters", shared_counters={"cs1": {"memory": "18Gi"}}, pool="p", count=2),
+    ]
+    off = replace(ALL, partitionable_devices=False)
+    assert picked(allocate([claim()], slices, features=off)) == [[(REQ, DRIVER, "p", "dev-2")]]
+
+
+def real(
+    claims: list[types_pb2.ResourceClaim],
+    slices: list[types_pb2.ResourceSlice],
+    classes: list[types_pb2.DeviceClass] | None = None,
+) -> list[types_pb2.AllocationResult] | None:
+    class_map = {c.metadata.name: c for c in (classes or [device_class()])}
+    ids = iter(f"share-{i}" for i in range(100))
+    alloc = Allocator(
+        ALL,
+        claims,
+        AllocatedState(),
+        class_map,
+        slices,
+        new_cel_cache(ALL),
+        share_id=lambda: next(ids),
+    )
+    return alloc.allocate(node())
+
+
+def test_s_dra_alloc_52_distinct_attribute_with_subrequests_on_shared_devices() -> None:
+    # upstream "with-distinct-constraints-with-subrequests": three requests prefer a device
+    # whose boolAttribute is true; only the first two must differ.
+    prefer = f'device.attributes["{DRIVER}"].boolAttribute'
+    devs = [
+        device("dev-1", attrs={"boolAttribute": True}, multi=True),
+        device("dev-2", attrs={"boolAttribute": False}, multi=True),
+    ]
+    c = claim(
+        "c",
+        *(
+            first_available(r, sub_request("sub-0", selectors=[prefer]), sub_request("sub-1"))
+            for r in (REQ, REQ1, "req-2")
+        ),
+        distinct_attribute=[(f"{DRIVER}/boolAttribute", [REQ, REQ1])],
+    )
+    results = real([c], [slice_("s", devs)])
+    assert picked(results) == [
+        [
+            (f"{REQ}/sub-0", DRIVER, NODE, "dev-1"),
+            (f"{REQ1}/sub-1", DRIVER, NODE, "dev-2"),
+            ("req-2/sub-0", DRIVER, NODE, "dev-1"),
+        ]
+    ]
+    assert results is not None
+    assert [r.share_id for r in results[0].devices.results] == ["share-0", "share-1", "share-2"]
+    assert not any(r.consumed_capacity for r in results[0].devices.results)
+
+
+def test_s_dra_alloc_53_distinct_attribute_keeps_one_shared_device_from_two_requests() -> None:
+    # upstream "distinct-constraint-one-multi-allocatable-device-with-distinct-constraint" and
+    # its two-device sibling.
+    one = [device("dev-1", attrs={"s": "v1"}, capacity={"cap": "4"}, multi=True)]
+    c = claim(
+        "c",
+        request(REQ, capacity={"cap": "2"}),
+        request(REQ1, capacity={"cap": "2"}),
+        distinct_attribute=[(f"{DRIVER}/s", [])],
+    )
+    assert allocate([c], [slice_("s", one)]) is None
+    two = [*one, device("dev-2", attrs={"s": "v2"}, capacity={"cap": "4"}, multi=True)]
+    results = allocate([c], [slice_("s", two)])
+    assert picked(results) == [[(REQ, DRIVER, NODE, "dev-1"), (REQ1, DRIVER, NODE, "dev-2")]]
+    assert results is not None
+    assert [dict(r.consumed_capacity) for r in results[0].devices.results] == [
+        {"cap": "2"},
+        {"cap": "2"},
+    ]
+
+
+def test_s_dra_alloc_54_distinct_attribute_of_no_known_type_is_an_error() -> None:
+    d = device("dev-1", multi=True)
+    d.attributes["b"].SetInParent()  # an attribute without a value
+    c = claim("c", request(), distinct_attribute=[(f"{DRIVER}/b", [REQ])])
+    with pytest.raises(AllocationError, match="unsupported attribute value"):
+        allocate([c], [slice_("s", [d])])
+
+
+def ranged(name: str, value: str, attrs: dict[str, object] | None = None) -> types_pb2.Device:
+    """A shared device whose capacity `cap` is taken in steps of 2 from 2 up to 4 (upstream's
+    withCapacityRequestPolicyRange)."""
+    d = device(name, capacity={"cap": value}, multi=True, attrs=attrs)
+    policy = d.capacity["cap"].request_policy
+    policy.default_value = "2"
+    policy.valid_range.min = "2"
+    policy.valid_range.step = "2"
+    policy.valid_range.max = "4"
+    return d
+
+
+def valued(name: str, value: str, default: str, *values: str) -> types_pb2.Device:
+    d = device(name, capacity={"cap": value}, multi=True)
+    policy = d.capacity["cap"].request_policy
+    policy.default_value = default
+    policy.valid_values.extend([default, *values])
+    return d
+
+
+def consumed(results: list[types_pb2.AllocationResult] | None) -> list[list[dict[str, str]]]:
+    assert results is not None
+    return [[dict(r.consumed_capacity) for r in res.devices.results] for res in results]
+
+
+def test_s_dra_alloc_55_consumable_capacity_policies_as_upstreams_cases() -> None:
+    s = [slice_("s", [ranged("dev-1", "10")])]
+    # Rounded up to the range's minimum, then by step; above max: refused though it fits.
+    one = claim("a", request(capacity={"cap": "1"}))
+    assert consumed(allocate([one, claim("b", request(capacity={"cap": "1"}))], s)) == [
+        [{"cap": "2"}],
+        [{"cap": "2"}],
+    ]
+    assert consumed(allocate([claim("c", request(capacity={"cap": "3"}))], s)) == [[{"cap": "4"}]]
+    assert allocate([claim("c", request(capacity={"cap": "6"}))], s) is None
+    # validValues: the smallest valid value at least the request; none: refused.
+    assert consumed(
+        allocate(
+            [claim("c", request(capacity={"cap": "2"}))],
+            [slice_("s", [valued("d", "3", "1", "3")])],
+        )
+    ) == [[{"cap": "3"}]]
+    assert (
+        allocate(
+            [claim("c", request(capacity={"cap": "1"}))], [slice_("s", [valued("d", "1", "0")])]
+        )
+        is None
+    )
+
+
+def test_s_dra_alloc_56_consumable_capacity_backtracks_with_match_attribute() -> None:
+    # upstream "consumable-capacity-with-multi-allocatable-device-backtrack".
+    devs = [
+        ranged("dev-2", "2", {"s": "v1"}),
+        ranged("dev-1", "4", {"s": "v2"}),
+    ]
+    a = claim(
+        "a",
+        request(REQ, capacity={"cap": "2"}),
+        request(REQ1, capacity={"cap": "2"}),
+        match_attribute=[(f"{DRIVER}/s", [])],
+    )
+    b = claim("b", request(REQ, capacity={"cap": "2"}))
+    assert picked(allocate([a, b], [slice_("s", devs)])) == [
+        [(REQ, DRIVER, NODE, "dev-1"), (REQ1, DRIVER, NODE, "dev-1")],
+        [(REQ, DRIVER, NODE, "dev-2")],
+    ]
+
+
+def test_s_dra_alloc_57_consumable_capacity_all_mode_and_subrequests() -> None:
+    # "All" with a capacity request takes only the devices that have room.
+    devs = [
+        device("dev-1", capacity={"cap": "2"}, multi=True),
+        device("dev-2", capacity={"cap": "1"}, multi=True),
+        device("dev-3", multi=True),
+    ]
+    c = claim("c", request(mode="All", capacity={"cap": "2"}))
+    assert consumed(allocate([c], [slice_("s", devs)])) == [[{"cap": "2"}]]
+    # A subrequest whose capacity does not fit gives way to the next.
+    s = [slice_("s", [ranged("dev-1", "2")])]
+    c = claim(
+        "c",
+        first_available(
+            REQ,
+            sub_request("big", capacity={"cap": "4"}),
+            sub_request("small", capacity={"cap": "2"}),
+        ),
+    )
+    assert picked(allocate([c], s)) == [[(f"{REQ}/small", DRIVER, NODE, "dev-1")]]
