@@ -1017,6 +1017,14 @@ class Runner:
             pods[object_key(pod)] = pod
             return pod
 
+        async def replace_pod(pod: types_pb2.Pod) -> None:
+            with contextlib.suppress(NotFound):
+                await client.delete(
+                    types_pb2.Pod, pod.metadata.name, pod.metadata.namespace,
+                    grace_period_seconds=0,
+                )  # fmt: skip
+            await client.create(new_pod())
+
         phase = await self.phase_start(tracker) if op.collect_metrics else None
         first = [new_pod() for _ in range(op.count)]
         logger.info(
@@ -1035,13 +1043,9 @@ class Runner:
                 seen += len(keys)
                 gone = [pods.pop(k) for k in keys]
                 tracker.expect_deletion(gone)
-                for pod in gone:
-                    with contextlib.suppress(NotFound):
-                        await client.delete(
-                            types_pb2.Pod, pod.metadata.name, pod.metadata.namespace,
-                            grace_period_seconds=0,
-                        )  # fmt: skip
-                    await client.create(new_pod())
+                async with anyio.create_task_group() as tg:
+                    for pod in gone:
+                        tg.start_soon(replace_pod, pod)
         end = time.monotonic()
         self.mark(f"steady state: {op.count} pods for {seconds:g} s (op {index})", start)
         if phase is None:
