@@ -1854,12 +1854,13 @@ def run_workload(
             ],
         )
         if needs_claim_controller(workload):
-            # upstream's mustSetupCluster runs the resourceclaim controller with DRA on: it
-            # makes the claims of the pods' ResourceClaimTemplates and removes them.
+            # upstream's mustSetupCluster runs the resourceclaim controller with DRA on (it
+            # makes the claims of the pods' ResourceClaimTemplates) beside the garbage
+            # collector (which deletes a deleted pod's claims, their owner gone).
             cluster.start_controllermanager(
                 emulated_version=workload.emulated_version,
                 feature_gates=gates,
-                extra_args=["--controllers", RESOURCE_CLAIM_CONTROLLER],
+                extra_args=["--controllers", ",".join(CLAIM_CONTROLLERS)],
                 cluster_cidr=None,
             )
         runner = Runner(cluster, workload, variant, opts)
@@ -1878,8 +1879,9 @@ def run_workload(
         return result
 
 
-# upstream's names.ResourceClaimController (cmd/kube-controller-manager/names).
-RESOURCE_CLAIM_CONTROLLER: Final = "resourceclaim-controller"
+# upstream's names.ResourceClaimController and GarbageCollectorController
+# (cmd/kube-controller-manager/names).
+CLAIM_CONTROLLERS: Final = ("resourceclaim-controller", "garbagecollector")
 
 
 def needs_claim_controller(workload: Workload) -> bool:

@@ -414,3 +414,25 @@ def test_s_bench_dra_11_thresholds_lists_every_thresholded_dra_workload(
         (line,) = [x for x in out.splitlines() if x.startswith(name + " ")]
         assert f"threshold {bound}" in line
         assert "at emulated version" in line or "runs at none: [" in line
+
+
+def test_s_bench_dra_12_kemus_own_dra_workloads_parse() -> None:
+    """S-BENCH-DRA-12: bench/workloads/ops.yaml's DRAClaimTemplates: the DRA ops in order, a
+    claim template (the claim controller runs), steady state from the params."""
+    from bench.scheduler_perf_workloads import WORKLOADS_DIR, load_workloads
+
+    names = {w.full_name: w for w in load_workloads(WORKLOADS_DIR / "ops.yaml")}
+    burst = names["DRAClaimTemplates/2Nodes"]
+    kinds = [op.kind.kind if isinstance(op, CreateAny) else type(op).__name__ for op in burst.ops]
+    assert kinds == ["CreateNodes", "CreateNodes", "CreateResourceDriver", "DeviceClass",
+                     "ResourceClaim", "AllocResourceClaims", "ResourceClaimTemplate",
+                     "CreatePods"]  # fmt: skip
+    assert burst.ops[2] == CreateResourceDriver("bench-driver.kemu.io", "dra-*", 4)
+    template = burst.ops[6]
+    assert isinstance(template, CreateAny)
+    (rct,) = template.text.objects(1, template.kind)
+    assert isinstance(rct, types_pb2.ResourceClaimTemplate)
+    assert [r.name for r in rct.spec.spec.devices.requests] == ["req-0"]
+    assert needs_claim_controller(burst)
+    measured = names["DRAClaimTemplates/2Nodes_SteadyState"].measured
+    assert measured is not None and measured.steady_state == 3.0 and measured.count == 2
