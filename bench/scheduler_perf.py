@@ -822,6 +822,8 @@ class Runner:
             "etcd": cluster.processes["etcd"].pid,
             "bench": os.getpid(),
         }
+        if "controllermanager" in cluster.processes:  # DRA's claim controllers
+            self.pids["controllermanager"] = cluster.processes["controllermanager"].pid
         self._tg: anyio.abc.TaskGroup | None = None
         self._background: anyio.abc.TaskGroup | None = None  # ops running on after their turn
         self._profiled: anyio.Event | None = None  # while a py-spy profile runs
@@ -2018,9 +2020,12 @@ def render(results: Sequence[Result]) -> str:
         ))  # fmt: skip
     row("api event calls", (_api_text(r.event_calls) for r in rs))
     row("pod PATCHes / measured pod", (fmt(r.pod_patches_per_pod, 2) for r in rs))
-    for name in ("scheduler", "apiserver", "etcd", "bench"):
+    measured = ["scheduler", "apiserver", "etcd", "bench"]
+    if any("controllermanager" in r.cpu_cores for r in rs):
+        measured.insert(3, "controllermanager")  # DRA's claim controllers
+    for name in measured:
         row(f"cpu {name} cores", (fmt(r.cpu_cores.get(name), 2) for r in rs))
-    for name in ("scheduler", "apiserver", "etcd", "bench"):
+    for name in measured:
         row(f"cpu {name} ms / measured pod", (fmt(r.cpu_ms_per_pod.get(name), 2) for r in rs))
     row(f"CPU ceiling on {os.cpu_count()} cpus pods/s", (fmt(r.cpu_ceiling, 1) for r in rs))
     if any(r.preemption_baseline_cpu_cores for r in rs):
