@@ -21,6 +21,7 @@ from google.protobuf.message import Message
 from bench import scheduler_perf_template as gotemplate
 from kemu.api.v1 import types_pb2
 from kemu.component.featuregate import (
+    DRA_EXTENDED_RESOURCE,
     FeatureGateError,
     FeatureGates,
     gate_modelled,
@@ -1422,7 +1423,18 @@ def _any_template(
         )
     if not namespace and kind.namespaced:
         raise WorkloadError(f"{where}.namespace: required, {kind.kind} is namespaced")
-    object_message(kind, first, t_where)  # object 0 decodes: the file is right
+    obj = object_message(kind, first, t_where)  # object 0 decodes: the file is right
+    if (
+        isinstance(obj, types_pb2.DeviceClass)
+        and obj.spec.extended_resource_name
+        and not gate_modelled(DRA_EXTENDED_RESOURCE)
+    ):
+        # dra/extendedresource/: pods asking example.com/gpu-<i> would never fit (kemu's
+        # scheduler reads no class's extendedResourceName): skipped, not run to its timeout.
+        raise NotModelled(
+            f"{t_where}: spec.extendedResourceName: extended resources backed by DRA "
+            f"({DRA_EXTENDED_RESOURCE}) are not modelled by kemu's scheduler"
+        )
     return namespace, text, kind
 
 

@@ -436,3 +436,23 @@ def test_s_bench_dra_12_kemus_own_dra_workloads_parse() -> None:
     assert needs_claim_controller(burst)
     measured = names["DRAClaimTemplates/2Nodes_SteadyState"].measured
     assert measured is not None and measured.steady_state == 3.0 and measured.count == 2
+
+
+def test_s_bench_dra_8_extended_resource_classes_are_not_modelled(tmp_path: Path) -> None:
+    """S-BENCH-DRA-8: a DeviceClass with extendedResourceName (dra/extendedresource/) is
+    skipped while kemu's scheduler does not model DRAExtendedResource: its pods would wait
+    for the op's timeout ("Insufficient example.com/gpu-0")."""
+    (tmp_path / "dc.yaml").write_text(
+        "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata:\n  name: c-{{.Index}}\n"
+        "spec:\n  extendedResourceName: example.com/gpu-{{.Index}}\n"
+    )
+    text = """
+- name: E
+  workloadTemplate:
+  - {opcode: createAny, templatePath: dc.yaml, count: 2}
+  workloads:
+  - {name: a}
+"""
+    (skipped,) = parse_file(yaml.safe_load(text), base_dir=tmp_path).skipped
+    assert not skipped.refused
+    assert "spec.extendedResourceName: extended resources backed by DRA" in skipped.reason
