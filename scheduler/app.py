@@ -31,7 +31,11 @@ from kemu.client.events import EventRecorder
 from kemu.client.informer import Informer, InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock
-from kemu.component.featuregate import FeatureGates
+from kemu.component.featuregate import (
+    DRA_DEVICE_TAINT_RULES,
+    DYNAMIC_RESOURCE_ALLOCATION,
+    FeatureGates,
+)
 from kemu.component.options import (
     DECISIONS_DEBUG_HANDLER,
     parse_component_args,
@@ -50,6 +54,7 @@ from kemu.scheduling.config import (
     KubeSchedulerConfiguration,
 )
 from kemu.scheduling.deferred import resize_preemption_enabled
+from kemu.scheduling.dra_manager import DRA_KINDS, DraManager
 from kemu.scheduling.interface import SCHEDULER_POD_FIELD_SELECTOR, ObjectLister
 from kemu.scheduling.plugins.registry import Registry
 from kemu.scheduling.plugins.volumes import STORAGE_KINDS
@@ -106,7 +111,7 @@ def main(argv: Sequence[str] | None = None, out_of_tree: Registry | None = None)
     installed ones (upstream's app.NewSchedulerCommand(app.WithPlugin(name, factory)))."""
     parser = build_parser()
     args, options = parse_component_args(parser, argv, COMPONENT)
-    settings = settings_from_flags(parser, args, out_of_tree)
+    settings = settings_from_flags(parser, args, out_of_tree, options.gates)
     return run_component(COMPONENT, options, functools.partial(run, settings))
 
 
@@ -142,6 +147,7 @@ class _Informers:
     nodes: Informer[types_pb2.Node]
     storage: list[Informer[Message]]
     pod_groups: list[Informer[Message]]
+    dra: list[Informer[Message]]
 
     @staticmethod
     def of(client: ApiClient, ctx: ComponentContext, membership: GroupMembership) -> _Informers:
@@ -165,6 +171,16 @@ class _Informers:
         # The volume plugins read claims, PVs, StorageClasses and CSINodes; their changes
         # requeue the pods waiting for them (EventHandlers.register_storage).
         storage: list[Informer[Message]] = [factory.informer(kind) for kind in STORAGE_KINDS]
+        # DynamicResourceAllocation: DynamicResources reads claims, slices, classes and, where
+        # served, DeviceTaintRules; their changes requeue the pods waiting for devices
+        # (EventHandlers.register_dra).
+        dra: list[Informer[Message]] = []
+        # (resource.k8s.io is served from 1.34, v1: kemu.machinery.kinds; earlier versions'
+        # v1beta* are not emulated, so an older scheduler with the gate forced on reads none.)
+        if ctx.gates.enabled(DYNAMIC_RESOURCE_ALLOCATION) and ctx.gates.version >= Version(1, 34):
+            dra = [factory.informer(kind) for kind in DRA_KINDS]
+            if ctx.gates.enabled(DRA_DEVICE_TAINT_RULES) and ctx.gates.version >= Version(1, 37):
+                dra.append(factory.informer(types_pb2.DeviceTaintRule))
         # GenericWorkload: the Workloads (1.35) or PodGroups (1.36+) GangScheduling reads;
         # their adds and updates requeue the members waiting for them.
         pod_groups: list[Informer[Message]] = []
@@ -174,7 +190,7 @@ class _Informers:
             pod_groups.append(factory.informer(types_pb2.PodGroup))
             if composite_pod_groups_enabled(ctx.gates):
                 pod_groups.append(factory.informer(types_pb2.CompositePodGroup))
-        return _Informers(factory, pods, nodes, storage, pod_groups)
+        return _Informers(factory, pods, nodes, storage, pod_groups, dra)
 
 
 def new_frameworks(
@@ -191,6 +207,15 @@ def new_frameworks(
     host = socket.gethostname()
     rng = random.Random(settings.seed)
     waiting_pods = WaitingPodsMap()
+    # DRA: one view of the claims (assumed, in flight), slices and classes for every profile.
+    dra_manager = (
+        DraManager.of(
+            informers.factory,
+            taint_rules=any(i.kind is types_pb2.DeviceTaintRule for i in informers.dra),
+        )
+        if informers.dra
+        else None
+    )
     observe = observer_from_histogram(metrics.framework_extension_point_duration)
     executor = functools.partial(
         Executor, client=client, pod_lister=informers.pods.lister, metrics=metrics
@@ -216,6 +241,7 @@ def new_frameworks(
                     rng=rng,
                     preemption_executor=executor,
                     pod_group_states=pod_groups,
+                    dra_manager=dra_manager,
                 ),
             )
             for profile in settings.config.profiles
@@ -324,6 +350,7 @@ async def serve(client: ApiClient, settings: SchedulerSettings, ctx: ComponentCo
     )
     handlers.register(informers.pods, informers.nodes)
     handlers.register_storage(*informers.storage)
+    handlers.register_dra(*informers.dra)
     handlers.register_pod_groups(*informers.pod_groups)
     pod_group_lister: ObjectLister[types_pb2.PodGroup] | None = None
     pod_group_metrics: PodGroupMetrics | None = None

@@ -63,6 +63,13 @@ _STORAGE_RESOURCES: Final[Mapping[type[Message], EventResource]] = {
     types_pb2.StorageClass: EventResource.STORAGE_CLASS,
     types_pb2.CSINode: EventResource.CSI_NODE,
 }
+# The DRA kinds whose changes are cluster events (DynamicResources registers for them).
+_DRA_RESOURCES: Final[Mapping[type[Message], EventResource]] = {
+    types_pb2.ResourceClaim: EventResource.RESOURCE_CLAIM,
+    types_pb2.ResourceSlice: EventResource.RESOURCE_SLICE,
+    types_pb2.DeviceClass: EventResource.DEVICE_CLASS,
+    types_pb2.DeviceTaintRule: EventResource.DEVICE_TAINT_RULE,
+}
 # The pod-group kinds whose adds and updates are cluster events (GangScheduling's).
 _POD_GROUP_RESOURCES: Final[Mapping[type[Message], EventResource]] = {
     types_pb2.Workload: EventResource.WORKLOAD,
@@ -167,6 +174,20 @@ class EventHandlers:
         (upstream addAllEventHandlers' buildEvtResHandler)."""
         for informer in informers:
             resource = _STORAGE_RESOURCES[informer.kind]
+            informer.add_event_handler(
+                FuncHandler(
+                    on_add=functools.partial(self._on_object_add, resource),
+                    on_update=functools.partial(self._on_object_update, resource),
+                    on_delete=functools.partial(self._on_object_delete, resource),
+                )
+            )
+
+    def register_dra(self, *informers: Informer[Message]) -> None:
+        """Subscribes the queue to the DRA kinds DynamicResources reads (claims, slices,
+        classes, DeviceTaintRules): each add, update and delete is a cluster event of its kind
+        (upstream addAllEventHandlers; the claims through the assume cache's handler)."""
+        for informer in informers:
+            resource = _DRA_RESOURCES[informer.kind]
             informer.add_event_handler(
                 FuncHandler(
                     on_add=functools.partial(self._on_object_add, resource),

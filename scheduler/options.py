@@ -15,6 +15,7 @@ from kemu.client.leaderelection import (
     add_leader_election_flags,
     leader_election_config,
 )
+from kemu.component.featuregate import DYNAMIC_RESOURCE_ALLOCATION, FeatureGates
 from kemu.component.options import add_record_decisions_flag, new_parser, refuse_config
 from kemu.scheduling.config import (
     KubeSchedulerConfiguration,
@@ -24,6 +25,7 @@ from kemu.scheduling.config import (
 )
 from kemu.scheduling.filter_score import COLUMNS_WHERE_WORTH_IT, ColumnPaths
 from kemu.scheduling.plugins.registry import Registry
+from kemu.scheduling.profile import DYNAMIC_RESOURCES
 
 COMPONENT: Final = "kube-scheduler"
 DEFAULT_METRICS_PORT: Final = 10259
@@ -77,14 +79,20 @@ class SchedulerSettings:
 
 
 def settings_from_flags(
-    parser: argparse.ArgumentParser, args: argparse.Namespace, out_of_tree: Registry | None
+    parser: argparse.ArgumentParser,
+    args: argparse.Namespace,
+    out_of_tree: Registry | None,
+    gates: FeatureGates,
 ) -> SchedulerSettings:
     """The settings of `args` (parsed by `parser`, which reports a refused file or flag and
-    exits)."""
+    exits). Without DynamicResourceAllocation the registry has no DynamicResources, so the
+    default profile leaves it out (upstream's applyFeatureGates adds it only with the gate)."""
     try:
         registry = scheduler_registry(out_of_tree)
     except ValueError as e:
         refuse_config(parser, "plugins", e)
+    if not gates.enabled(DYNAMIC_RESOURCE_ALLOCATION):
+        registry.pop(DYNAMIC_RESOURCES, None)
     try:
         config = load_config(args.config, registry) if args.config else default_config(registry)
     except (OSError, ValueError) as e:

@@ -295,7 +295,7 @@ GATES: Final[Mapping[str, GateDefinition]] = MappingProxyType(
                     FeatureSpec(_v(34), Stage.GA, True),
                     FeatureSpec(_v(35), Stage.GA, True, locked=True),
                 ),
-                modelled=False,
+                modelled=True,
             ),
             _gate(DRA_EXTENDED_RESOURCE, alpha=34, beta=36, ga=37, modelled=False),
             _gate(DRA_ADMIN_ACCESS, alpha=32, beta=34, ga=36, modelled=False),
@@ -327,10 +327,10 @@ GATES: Final[Mapping[str, GateDefinition]] = MappingProxyType(
                 DRA_DEVICE_BINDING_CONDITIONS,
                 alpha=34,
                 beta=36,
-                modelled=False,
+                modelled=True,
                 depends_on=(DRA_RESOURCE_CLAIM_DEVICE_STATUS,),
             ),
-            _gate(DRA_SCHEDULER_FILTER_TIMEOUT, beta=34, modelled=False),
+            _gate(DRA_SCHEDULER_FILTER_TIMEOUT, beta=34, modelled=True),
             # The in-place resize family (KEP-1287, KEP-5419) kemu's kubelet has no part of.
             # PodLevelResources (KEP-2837) is not one of them: kemu models it.
             GateDefinition(

@@ -22,8 +22,9 @@ plugin -> nodes it rejected), `message`, `nodes`,
 the best others: `node`, `total`, `scores` plugin -> weighted score), `phases` (`point`,
 `code`, `plugin`, `seconds`), `preemption` (`nominatedNodeName`, `victims` with `pod`,
 `priority`, `pdbs`; `pdbViolations`, `candidates`, `criterion`, `clearedNominations`), `bound`,
-`expectedNodeName`: scheduler/decisions.py), `nominations` (each `action` "set" or "cleared", `node`, `by`, `time`) and
-`events` (each `time`, `type`, `reason`, `from`, `message`), all in order. For a node: `node`,
+`expectedNodeName`: scheduler/decisions.py), `nominations` (each `action` "set" or "cleared", `node`, `by`, `time`),
+`claims` (the pod's ResourceClaims now: `name`, `claim`, `allocated`, `devices`, `nodeSelector`,
+`reservedFor`, `allocationTime`, `problem`) and `events` (each `time`, `type`, `reason`, `from`, `message`), all in order. For a node: `node`,
 `gone` (true once deleted: its verdicts and events outlive it), `verdicts` (`time`,
 `verdict`, `message`) and `events`. Times are RFC 3339.
 
@@ -62,6 +63,7 @@ from kemu.machinery.errors import ApiError, NotFound
 from kemu.machinery.jsonvalue import JSON
 from kemu.machinery.keys import object_key
 from kemu.machinery.kinds import Kind
+from kemu.machinery.resourceclaim import ClaimNameError, pod_claim_name
 
 _TIMEOUT: Final = 5.0
 
@@ -100,7 +102,25 @@ class PodStory(TypedDict):
     gated: Record | None
     """Held at PreEnqueue now: since (a time), plugin, message; None when not."""
     nominations: list[Nomination]
+    claims: list[ClaimEntry]
+    """The pod's ResourceClaims (DRA) as the API has them now."""
     events: list[EventEntry]
+
+
+class ClaimEntry(TypedDict):
+    """One of the pod's ResourceClaims: `name` (the pod's entry), `claim` (NAMESPACE/NAME or
+    null when not created yet), `allocated`, `devices` (REQUEST: DRIVER/POOL/DEVICE),
+    `nodeSelector` (the allocation's, as text, or null), `reservedFor` (pod names),
+    `allocationTime` (with binding conditions) and `problem` (why it cannot be read)."""
+
+    name: str
+    claim: str | None
+    allocated: bool
+    devices: list[str]
+    nodeSelector: str | None
+    reservedFor: list[str]
+    allocationTime: str | None
+    problem: str | None
 
 
 class NodeStory(TypedDict):
@@ -177,11 +197,77 @@ def _nomination(action: str, node: str, by: str, time: float | None) -> Nominati
     return {"action": action, "node": node, "by": by, "time": None if time is None else _time(time)}
 
 
+def claim_entry(
+    ref: types_pb2.PodResourceClaim,
+    namespace: str,
+    name: str | None,
+    claim: types_pb2.ResourceClaim | None,
+    problem: str | None = None,
+) -> ClaimEntry:
+    """What `why` says of one of the pod's claims (its allocation, written by the scheduler's
+    DynamicResources in PreBind)."""
+    allocation = claim.status.allocation if claim is not None else None
+    allocated = claim is not None and claim.status.HasField("allocation")
+    devices = (
+        [f"{r.request}: {r.driver}/{r.pool}/{r.device}" for r in allocation.devices.results]
+        if allocation is not None and allocated
+        else []
+    )
+    selector = None
+    if allocation is not None and allocated and allocation.HasField("node_selector"):
+        selector = _selector_text(allocation.node_selector)
+    when = None
+    if allocation is not None and allocated and allocation.HasField("allocation_timestamp"):
+        when = format_time(allocation.allocation_timestamp, "second")
+    return {
+        "name": ref.name,
+        "claim": None if name is None else f"{namespace}/{name}",
+        "allocated": allocated,
+        "devices": devices,
+        "nodeSelector": selector,
+        "reservedFor": [r.name for r in claim.status.reserved_for] if claim is not None else [],
+        "allocationTime": when,
+        "problem": problem,
+    }
+
+
+def _selector_text(sel: types_pb2.NodeSelector) -> str:
+    terms = []
+    for t in sel.node_selector_terms:
+        parts = [f"{e.key} {e.operator} {list(e.values)}" for e in t.match_expressions]
+        parts += [f"{e.key} {e.operator} {list(e.values)}" for e in t.match_fields]
+        terms.append(" && ".join(parts))
+    return " || ".join(terms)
+
+
+async def pod_claims(ctx: Context, pod: types_pb2.Pod) -> list[ClaimEntry]:
+    """The pod's claims from the API (a template's claim through status.resourceClaimStatuses)."""
+    out: list[ClaimEntry] = []
+    ns = pod.metadata.namespace
+    for ref in pod.spec.resource_claims:
+        try:
+            name, _ = pod_claim_name(pod, ref)
+        except ClaimNameError as e:
+            out.append(claim_entry(ref, ns, None, None, str(e)))
+            continue
+        if name is None:
+            out.append(claim_entry(ref, ns, None, None, "no claim needed"))
+            continue
+        try:
+            claim = await ctx.client.get(types_pb2.ResourceClaim, name, ns)
+        except NotFound:
+            out.append(claim_entry(ref, ns, name, None, "not found"))
+            continue
+        out.append(claim_entry(ref, ns, name, claim))
+    return out
+
+
 def pod_story(
     pod: types_pb2.Pod,
     attempts: Sequence[Record],
     events: Sequence[types_pb2.Event],
     gated: Record | None = None,
+    claims: Sequence[ClaimEntry] = (),
 ) -> PodStory:
     meta = pod.metadata
     return {
@@ -196,6 +282,7 @@ def pod_story(
         "attempts": [{**a, "time": _time(a["time"])} for a in attempts],
         "gated": None if gated is None else {**gated, "since": _time(gated["since"])},
         "nominations": nominations(pod, attempts),
+        "claims": list(claims),
         "events": _events_json(events),
     }
 
@@ -322,6 +409,23 @@ def print_pod_story(ctx: Context, story: PodStory) -> None:
         for more in lines[1:]:
             ctx.print(f"  {'':<24} {more}")
     ctx.print(f"  now: {'bound to ' + story['node'] if story['node'] else 'not bound'}")
+    for c in story["claims"]:
+        ctx.print(f"  claim {c['name']}: {_claim_text(c)}")
+
+
+def _claim_text(c: ClaimEntry) -> str:
+    where = c["claim"] or "(none)"
+    if c["problem"]:
+        return f"{where}: {c['problem']}"
+    if not c["allocated"]:
+        return f"ResourceClaim {where} not allocated"
+    text = f"ResourceClaim {where} allocated: {', '.join(c['devices'])}"
+    if c["nodeSelector"]:
+        text += f" (nodes: {c['nodeSelector']})"
+    if c["allocationTime"]:
+        text += f" at {c['allocationTime']}"
+    reserved = ", ".join(c["reservedFor"]) or "nobody"
+    return f"{text}; reserved for {reserved}"
 
 
 def print_node_story(ctx: Context, story: NodeStory) -> None:
@@ -354,7 +458,8 @@ async def cmd_why(ctx: Context, args: argparse.Namespace) -> int:
                 attempts = record.get("attempts", [])
                 gated = record.get("gated")
             listed = await ctx.client.list_all(types_pb2.Event, pod.metadata.namespace)
-            story = pod_story(pod, attempts, events_for(listed.items, pod), gated)
+            claims = await pod_claims(ctx, pod)
+            story = pod_story(pod, attempts, events_for(listed.items, pod), gated, claims)
             if args.output == "json":
                 ctx.print(dump_json(story))
             else:

@@ -37,6 +37,9 @@ class ActionType(enum.IntFlag):
     # An update of a kind with no finer action types (upstream's plain Update): the storage
     # kinds the volume plugins watch.
     UPDATE_OBJECT = 16384
+    # DRA: the pod's status.resourceClaimStatuses or extendedResourceClaimStatus changed
+    # (upstream UpdatePodGeneratedResourceClaim, extractPodGeneratedResourceClaimChange).
+    UPDATE_POD_GENERATED_RESOURCE_CLAIM = 32768
 
     UPDATE = (
         UPDATE_NODE_ALLOCATABLE
@@ -52,6 +55,7 @@ class ActionType(enum.IntFlag):
         | UPDATE_NODE_PREEMPTION_POLICY
         | UPDATE_POD_SCALE_UP
         | UPDATE_OBJECT
+        | UPDATE_POD_GENERATED_RESOURCE_CLAIM
     )
     ALL = ADD | DELETE | UPDATE
 
@@ -70,6 +74,11 @@ class EventResource(enum.StrEnum):
     WORKLOAD = "scheduling.k8s.io/Workload"
     POD_GROUP = "scheduling.k8s.io/PodGroup"
     COMPOSITE_POD_GROUP = "scheduling.k8s.io/CompositePodGroup"  # KEP-6012 (1.37)
+    # DRA (DynamicResources' events; upstream framework/types.go).
+    RESOURCE_CLAIM = "resource.k8s.io/ResourceClaim"
+    RESOURCE_SLICE = "resource.k8s.io/ResourceSlice"
+    DEVICE_CLASS = "resource.k8s.io/DeviceClass"
+    DEVICE_TAINT_RULE = "resource.k8s.io/DeviceTaintRule"
     WILDCARD = "*"
 
 

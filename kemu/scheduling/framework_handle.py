@@ -17,6 +17,7 @@ from anyio.abc import TaskGroup
 from kemu.api.v1 import types_pb2
 from kemu.component.clock import Clock, RealClock
 from kemu.component.featuregate import FeatureGates
+from kemu.scheduling.dra_manager import DraManager
 from kemu.scheduling.interface import (
     EventRecorder,
     InformerFactory,
@@ -59,6 +60,9 @@ class FrameworkOptions:
     preemption_executor: PreemptionExecutorFactory | None = None
     pod_group_states: PodGroupStates | None = None
     """The scheduler's pod groups (kemu.scheduling.pod_group_state); None: no groups."""
+    dra_manager: DraManager | None = None
+    """The scheduler's claims, slices and classes (kemu.scheduling.dra_manager), shared by its
+    profiles so that an allocation in flight in one is seen by the others."""
 
 
 NO_OPTIONS: Final = FrameworkOptions()
@@ -89,6 +93,7 @@ class FrameworkHandle:
         self._metrics = options.metrics
         self._rng = options.rng or random.Random()
         self._pod_group_states = options.pod_group_states
+        self._dra_manager = options.dra_manager
         # Set by the scheduler: its queue's Activate, and the task group of background work.
         self._pod_activator: Callable[[Iterable[types_pb2.Pod]], None] | None = None
         self._background: TaskGroup | None = None
@@ -141,6 +146,9 @@ class FrameworkHandle:
 
     def preemption_executor(self) -> PreemptionExecutor | None:
         return self._preemption_executor
+
+    def shared_dra_manager(self) -> DraManager | None:
+        return self._dra_manager
 
     def pod_group_states(self) -> PodGroupStates | None:
         return self._pod_group_states

@@ -40,6 +40,7 @@ from kemu.scheduling.types import (
 if TYPE_CHECKING:
     from kemu.component.clock import Clock
     from kemu.component.featuregate import FeatureGates
+    from kemu.scheduling.dra_manager import DraManager
     from kemu.scheduling.pod_group_state import PodGroupKey, PodGroupStates
     from kemu.scheduling.preemption import Candidate
 
@@ -745,8 +746,8 @@ _Obj = TypeVar("_Obj", bound=Message)
 
 
 class SchedulingApi(Protocol):
-    """The API calls the library's plugins make: DefaultBinder's pods/binding and
-    VolumeBinding's updates of PersistentVolumes and claims (the preemption executor, which
+    """The API calls the library's plugins make: DefaultBinder's pods/binding,
+    VolumeBinding's updates of PersistentVolumes and claims, DynamicResources' ResourceClaims (the preemption executor, which
     writes to victims, is the scheduler's own). The library never
     imports a client: the scheduler process passes its kemu.client.Client, which has this
     method (and more); simulations pass none."""
@@ -764,6 +765,14 @@ class SchedulingApi(Protocol):
 
     async def update(self, obj: _Obj) -> _Obj:
         """PUT of the object (its resourceVersion a precondition); the stored object."""
+        ...
+
+    async def update_status(self, obj: _Obj) -> _Obj:
+        """PUT of the object's status subresource (DynamicResources' claims)."""
+        ...
+
+    async def get(self, kind: type[_Obj], name: str, namespace: str = "") -> _Obj:
+        """The stored object (NotFound when there is none)."""
         ...
 
 
@@ -928,6 +937,11 @@ class Handle(Protocol):
         ...
 
     def iterate_over_waiting_pods(self) -> Iterable[WaitingPod]: ...
+
+    def shared_dra_manager(self) -> DraManager | None:
+        """The scheduler's claims (assumed and in flight), slices and classes, shared by its
+        profiles (upstream Handle.SharedDRAManager); None in simulations without one."""
+        ...
 
     def pod_group_states(self) -> PodGroupStates | None:
         """The scheduler's pod groups and their members (upstream 1.35's WorkloadManager,

@@ -20,8 +20,12 @@ Semantics are upstream's (pkg/scheduler/apis/config/v1 defaults, framework/runti
   gate on. The four volume
   plugins are in upstream's default profile at every version kemu emulates (1.21-1.37). kemu
   leaves out the plugins it does not implement: the in-tree EBS/GCE/Azure volume limits
-  (their volume sources are not in kemu's pod spec), DynamicResources and ImageLocality;
-  DefaultPreemption, DeferredPodScheduling and the volume plugins are listed
+  (their volume sources are not in kemu's pod spec) and ImageLocality. DynamicResources
+  comes right before DefaultPreemption (upstream inserts it there with
+  DynamicResourceAllocation: "it is better to first deallocate an idle ResourceClaim than it
+  is to evict some Pod"; so its PreBind runs after VolumeBinding's); kemu lists it always, a
+  no-op without the gate. DefaultPreemption, DeferredPodScheduling, DynamicResources and the
+  volume plugins are listed
   only when the registry has them. DeferredPodScheduling (KEP-5836, a no-op unless its gate is
   on) must filter before NodeResourcesFit: on a node that disables resize preemption its
   UnschedulableAndUnresolvable, not NodeResourcesFit's Unschedulable, has to be the node's
@@ -63,6 +67,7 @@ MULTI_POINT: Final = "multiPoint"
 _PLUGIN_SET_KEYS: Final = (MULTI_POINT, *EXTENSION_POINTS)
 
 DEFAULT_PREEMPTION: Final = "DefaultPreemption"
+DYNAMIC_RESOURCES: Final = "DynamicResources"
 DEFERRED_POD_SCHEDULING: Final = "DeferredPodScheduling"
 GANG_SCHEDULING: Final = "GangScheduling"
 TOPOLOGY_PLACEMENT_GENERATOR: Final = "TopologyPlacementGenerator"
@@ -72,6 +77,7 @@ VOLUME_PLUGINS: Final = ("VolumeRestrictions", "NodeVolumeLimits", "VolumeBindin
 _OPTIONAL_DEFAULTS: Final = frozenset(
     {
         DEFAULT_PREEMPTION,
+        DYNAMIC_RESOURCES,
         DEFERRED_POD_SCHEDULING,
         GANG_SCHEDULING,
         TOPOLOGY_PLACEMENT_GENERATOR,
@@ -97,6 +103,7 @@ DEFAULT_MULTI_POINT: Final[tuple[tuple[str, int | None], ...]] = (
     ("VolumeZone", None),
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
+    (DYNAMIC_RESOURCES, None),
     (DEFAULT_PREEMPTION, None),
     ("NodeResourcesBalancedAllocation", 1),
     ("DefaultBinder", None),

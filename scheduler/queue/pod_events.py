@@ -41,6 +41,7 @@ _ACTION_LABELS: Final = {
     ActionType.UPDATE_POD_SCALE_UP: "UpdatePodScaleUp",
     ActionType.UPDATE_POD_TOLERATION: "UpdatePodToleration",
     ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED: "UpdatePodSchedulingGatesEliminated",
+    ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM: "UpdatePodGeneratedResourceClaim",
     ActionType.UPDATE_POD_OTHER: "Update",
 }
 
@@ -100,6 +101,10 @@ def pod_scheduling_properties_change(
     # Validation lets tolerations only be added, so a length change is every change.
     if len(new.spec.tolerations) != len(old.spec.tolerations):
         actions.append(ActionType.UPDATE_POD_TOLERATION)
+    if list(new.status.resource_claim_statuses) != list(old.status.resource_claim_statuses) or (
+        new.status.extended_resource_claim_status != old.status.extended_resource_claim_status
+    ):
+        actions.append(ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM)
     if not actions:
         actions.append(ActionType.UPDATE_POD_OTHER)
     return [pod_event(resource, a) for a in actions]

@@ -133,6 +133,11 @@ class AllocatedState:
     allocated_devices: set[DeviceID] = field(default_factory=set)
     shared_devices: set[tuple[DeviceID, str]] = field(default_factory=set)
     aggregated_capacity: dict[DeviceID, dict[str, Quantity]] = field(default_factory=dict)
+    # The devices of shared_devices (kept by add_result).
+    _shared_ids: set[DeviceID] = field(default_factory=set, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._shared_ids = {d for d, _ in self.shared_devices}
 
     @classmethod
     def from_claims(
@@ -157,6 +162,7 @@ class AllocatedState:
         device_id = DeviceID(r.driver, r.pool, r.device)
         if consumable_capacity and r.HasField("share_id"):
             self.shared_devices.add((device_id, r.share_id))
+            self._shared_ids.add(device_id)
             if r.consumed_capacity:
                 have = self.aggregated_capacity.setdefault(device_id, {})
                 for name, value in r.consumed_capacity.items():
@@ -168,9 +174,7 @@ class AllocatedState:
 
     def is_allocated(self, device_id: DeviceID) -> bool:
         """Exclusively or as a share (upstream IsDeviceAllocated): its counters are consumed."""
-        if device_id in self.allocated_devices:
-            return True
-        return any(d == device_id for d, _ in self.shared_devices)
+        return device_id in self.allocated_devices or device_id in self._shared_ids
 
 
 class _Key(NamedTuple):
@@ -842,6 +846,7 @@ class _Run:
 
         consumed: dict[str, Quantity] | None = None
         share_id: str | None = None
+        capacity_entry_added = False
         if features.consumable_capacity:
             if fits is None:
                 # Not checked by the caller ("All"), or nothing changed since it was.
@@ -855,6 +860,7 @@ class _Run:
             if multi:
                 consumed = fits
                 share_id = self._new_share_id()
+                capacity_entry_added = device_id not in self.allocating_capacity
                 have = self.allocating_capacity.setdefault(device_id, {})
                 for name, value in consumed.items():
                     have[name] = have[name] + value if name in have else value
@@ -883,11 +889,13 @@ class _Run:
                 c.remove(base, sub, device, device_id.driver)
             if added_claim:
                 claims_of_device.discard(key.claim)
-            if consumed:
+            if share_id is not None:
                 have = self.allocating_capacity[device_id]
-                for name, value in consumed.items():
+                for name, value in (consumed or {}).items():
                     have[name] = have[name] - value
-                if all(v.is_zero() for v in have.values()):
+                # Gone with its last share (upstream keeps an entry whose shares consumed
+                # nothing, which then skips the counters of the device's next share).
+                if capacity_entry_added or all(v.is_zero() for v in have.values()):
                     del self.allocating_capacity[device_id]
             if counters_taken:
                 self._release_counters(cand)
@@ -1045,10 +1053,6 @@ class _Run:
                     c = configs.add(source=SOURCE_FROM_CLAIM, requests=list(config.requests))
                     if config.HasField("opaque"):
                         c.opaque.CopyFrom(config.opaque)
-        # A config for every request: "empty means all".
-        for c in configs:
-            if len(c.requests) == len(requests):
-                del c.requests[:]
 
     def _node_selector(
         self, claim: types_pb2.ResourceClaim, results: list[_DeviceResult]

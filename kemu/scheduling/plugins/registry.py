@@ -21,6 +21,7 @@ from kemu.scheduling.plugins import (
     default_binder,
     default_preemption,
     deferred_pod_scheduling,
+    dynamic_resources,
     gang_scheduling,
     inter_pod_affinity,
     node_affinity,
@@ -66,6 +67,7 @@ def in_tree_registry() -> Registry:
         pod_topology_spread.NAME: pod_topology_spread.new,  # PodTopologySpread
         balanced_allocation.NAME: balanced_allocation.new,  # NodeResourcesBalancedAllocation
         inter_pod_affinity.NAME: inter_pod_affinity.new,  # InterPodAffinity
+        dynamic_resources.NAME: dynamic_resources.new,  # DynamicResources
         default_preemption.NAME: default_preemption.new,  # DefaultPreemption
         default_binder.NAME: default_binder.new,  # DefaultBinder
         gang_scheduling.NAME: gang_scheduling.new,  # GangScheduling

@@ -63,10 +63,19 @@ POD_GROUP_GATES = frozenset(
         fg.DRA_WORKLOAD_RESOURCE_CLAIMS,
     }
 )
+# DRA's that the scheduler models: test_dra_scheduler_gates below.
+DRA_SCHEDULER_GATES = frozenset(
+    {
+        fg.DYNAMIC_RESOURCE_ALLOCATION,
+        fg.DRA_DEVICE_BINDING_CONDITIONS,
+        fg.DRA_SCHEDULER_FILTER_TIMEOUT,
+    }
+)
 OWN_TESTS = (
     PTS_GATES
     | WORKLOAD_GATES
     | POD_GROUP_GATES
+    | DRA_SCHEDULER_GATES
     | {SEPARATE_TAINT, HOST_IPS, PDC, POD_LEVEL, RETRO}
     | NOT_MODELLED
 )
@@ -541,6 +550,27 @@ def test_pod_level_resources_per_emulated_version(
         gates_at(31, PodLevelResources=True)
 
 
+@pytest.mark.parametrize(
+    ("minor", "expected"),
+    [
+        (33, (False, False, False)),
+        (34, (True, False, True)),
+        (36, (True, True, True)),
+        (37, (True, True, True)),
+    ],
+)
+def test_dra_scheduler_gates(minor: int, expected: tuple[bool, bool, bool]) -> None:
+    """DynamicResourceAllocation GA at 1.34, DRADeviceBindingConditions beta (on) at 1.36,
+    DRASchedulerFilterTimeout beta at 1.34 (upstream's pkg/features)."""
+    got = defaults_at(minor, DRA_SCHEDULER_GATES)
+    assert (
+        got[fg.DYNAMIC_RESOURCE_ALLOCATION],
+        got[fg.DRA_DEVICE_BINDING_CONDITIONS],
+        got[fg.DRA_SCHEDULER_FILTER_TIMEOUT],
+    ) == expected
+    assert all(fg.gate_modelled(g) for g in DRA_SCHEDULER_GATES)
+
+
 def test_not_modelled_gates_follow_upstreams_lifecycle() -> None:
     assert NOT_MODELLED == {
         fg.SCHEDULER_ASYNC_API_CALLS,
@@ -548,7 +578,6 @@ def test_not_modelled_gates_follow_upstreams_lifecycle() -> None:
         fg.SCHEDULER_POP_FROM_BACKOFF_Q,
         fg.OPPORTUNISTIC_BATCHING,
         fg.NODE_DECLARED_FEATURES,
-        fg.DYNAMIC_RESOURCE_ALLOCATION,
         fg.DRA_EXTENDED_RESOURCE,
         fg.DRA_WORKLOAD_RESOURCE_CLAIMS,
         fg.DRA_ADMIN_ACCESS,
@@ -558,8 +587,6 @@ def test_not_modelled_gates_follow_upstreams_lifecycle() -> None:
         fg.DRA_DEVICE_TAINT_RULES,
         fg.DRA_PARTITIONABLE_DEVICES,
         fg.DRA_CONSUMABLE_CAPACITY,
-        fg.DRA_DEVICE_BINDING_CONDITIONS,
-        fg.DRA_SCHEDULER_FILTER_TIMEOUT,
         fg.IN_PLACE_POD_VERTICAL_SCALING_ALLOCATED_STATUS,
         fg.IN_PLACE_POD_VERTICAL_SCALING_EXCLUSIVE_CPUS,
         fg.IN_PLACE_POD_VERTICAL_SCALING_EXCLUSIVE_MEMORY,

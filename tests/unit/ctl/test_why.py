@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
+from kemu.api.v1 import types_pb2
 from kemu.client.fake import FakeClient
 from kemu.ctl.common import Context
 from kemu.ctl.why import (
@@ -13,6 +14,7 @@ from kemu.ctl.why import (
     BY_BINDING_START,
     BY_PREEMPTION,
     attempt_lines,
+    claim_entry,
     nominations,
     pod_story,
     print_pod_story,
@@ -166,3 +168,32 @@ def test_a_members_try_that_waits_on_workload_aware_preemption() -> None:
     ]
     pod = make_pod("urgent-0").obj()
     assert who(pod, [attempt(1.0, **member)]) == [("set", "node-c", BY_PREEMPTION)]
+
+
+def test_the_pods_claims_and_their_allocation() -> None:
+    """`why pod/NAME` lists the pod's claims: the devices DynamicResources' PreBind wrote, the
+    node selector, who the claim is reserved for; a template's claim not created yet."""
+    pod = make_pod("p").namespace("ns").obj()
+    named = pod.spec.resource_claims.add(name="gpu", resource_claim_name="c1")
+    templated = pod.spec.resource_claims.add(name="t", resource_claim_template_name="tmpl")
+    claim = types_pb2.ResourceClaim()
+    claim.metadata.name = "c1"
+    claim.status.allocation.devices.results.add(
+        request="req-0", driver="gpu.example.com", pool="n1", device="gpu-0"
+    )
+    term = claim.status.allocation.node_selector.node_selector_terms.add()
+    term.match_fields.add(key="metadata.name", operator="In", values=["n1"])
+    claim.status.reserved_for.add(resource="pods", name="p", uid="u")
+    entries = [
+        claim_entry(named, "ns", "c1", claim),
+        claim_entry(templated, "ns", None, None, 'pod "ns/p": ResourceClaim not created yet'),
+    ]
+    assert entries[0]["devices"] == ["req-0: gpu.example.com/n1/gpu-0"]
+    out = io.StringIO()
+    print_pod_story(Context(client=FakeClient(), out=out), pod_story(pod, [], [], None, entries))
+    text = out.getvalue()
+    assert (
+        "claim gpu: ResourceClaim ns/c1 allocated: req-0: gpu.example.com/n1/gpu-0 "
+        "(nodes: metadata.name In ['n1']); reserved for p"
+    ) in text, text
+    assert 'claim t: (none): pod "ns/p": ResourceClaim not created yet' in text

@@ -700,8 +700,13 @@ async def test_post_filter_through_the_framework_names_the_plugin() -> None:
         result, status = await c.fwk.run_post_filter_plugins(state, p, statuses)
         assert result == PostFilterResult("")
         assert status.code == Code.UNSCHEDULABLE
-        assert status.plugin == "DefaultPreemption"
-        assert status.message().startswith("preemption: 0/1 nodes are available")
+        # DynamicResources' PostFilter runs first (upstream's default profile puts it before
+        # DefaultPreemption) and, the pod having no claims, is the first to say no: upstream's
+        # runPostFilterPlugins names it and joins every plugin's reasons.
+        assert status.plugin == "DynamicResources"
+        assert status.message().startswith(
+            "no new claims to deallocate, preemption: 0/1 nodes are available"
+        )
 
 
 @pytest.mark.anyio

@@ -37,6 +37,7 @@ IN_TREE = {
     "NodeResourcesBalancedAllocation",
     "PodTopologySpread",
     "InterPodAffinity",
+    "DynamicResources",
     "DefaultPreemption",
     "DefaultBinder",
     "GangScheduling",
@@ -94,8 +95,13 @@ def test_in_tree_registry_and_default_framework() -> None:
     assert plugins["queueSort"] == ("PrioritySort",)
     assert plugins["bind"] == ("DefaultBinder",)
     assert "NodeResourcesFit" in plugins["filter"]
-    assert plugins["postFilter"] == ("DefaultPreemption",)
-    assert plugins["preEnqueue"] == ("SchedulingGates", "DefaultPreemption", "GangScheduling")
+    assert plugins["postFilter"] == ("DynamicResources", "DefaultPreemption")
+    assert plugins["preEnqueue"] == (
+        "SchedulingGates",
+        "DynamicResources",
+        "DefaultPreemption",
+        "GangScheduling",
+    )
     # KEP-5836: DeferredPodScheduling filters before NodeResourcesFit (its rejection of a node
     # that disables resize preemption must be the node's status) and is the only Permit plugin.
     assert plugins["filter"] == (
@@ -112,10 +118,13 @@ def test_in_tree_registry_and_default_framework() -> None:
         "VolumeZone",
         "PodTopologySpread",
         "InterPodAffinity",
+        "DynamicResources",
     )
-    # The volume plugins in upstream's order; VolumeBinding reserves, pre-binds and unreserves.
-    assert plugins["reserve"] == ("VolumeBinding", "GangScheduling")
-    assert plugins["preBind"] == ("VolumeBinding",)
+    # The volume plugins in upstream's order; VolumeBinding reserves, pre-binds and unreserves;
+    # DynamicResources (before DefaultPreemption in upstream's list) after it: its PreBind runs
+    # once VolumeBinding's is done (KEP-5278's "Handling ResourceClaim status updates").
+    assert plugins["reserve"] == ("VolumeBinding", "DynamicResources", "GangScheduling")
+    assert plugins["preBind"] == ("VolumeBinding", "DynamicResources")
     # Upstream's default score weights (v1 default_plugins.go).
     assert dict(config.profiles[0].score_weights) == {
         "TaintToleration": 3,
@@ -123,6 +132,7 @@ def test_in_tree_registry_and_default_framework() -> None:
         "NodeResourcesFit": 1,
         "PodTopologySpread": 2,
         "InterPodAffinity": 2,
+        "DynamicResources": 1,  # (its Score from 1.36, for firstAvailable)
         "NodeResourcesBalancedAllocation": 1,
     }
     assert plugins["permit"] == ("DeferredPodScheduling", "GangScheduling")

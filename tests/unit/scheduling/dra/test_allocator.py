@@ -34,11 +34,13 @@ from tests.unit.scheduling.dra.builders import (
     claim,
     device,
     device_class,
+    first_available,
     label_selector,
     node,
     picked,
     request,
     slice_,
+    sub_request,
 )
 
 ALL = Features.all()
@@ -285,3 +287,125 @@ def test_s_dra_alloc_20_candidates_combine_not_permute() -> None:
             (REQ1, DRIVER, NODE, "dev-3"),
         ]
     ]
+
+
+def test_s_dra_alloc_58_network_attached_devices_union_their_selectors() -> None:
+    # upstream "many-network-attached-devices" and "local-and-network-attached-devices".
+    on = node(NODE, {"region": "r1", "planet": "earth"})
+    name = types_pb2.NodeSelector()
+    name.node_selector_terms.add().match_fields.add(
+        key="metadata.name", operator="In", values=[NODE]
+    )
+    slices = [
+        slice_("a", ["dev-1"], node_selector=label_selector("region", "r1"), pool="p1"),
+        slice_("b", ["dev-1"], all_nodes=True, pool="p2"),
+        slice_("c", ["dev-1"], node_selector=label_selector("planet", "earth"), pool="p3"),
+        slice_("d", ["dev-1"], node_selector=name, pool="p4"),
+    ]
+    results = allocate([claim("c", request(count=4))], slices, on=on)
+    assert results is not None
+    term = results[0].node_selector.node_selector_terms
+    assert len(term) == 1
+    assert [(e.key, list(e.values)) for e in term[0].match_expressions] == [
+        ("region", ["r1"]),
+        ("planet", ["earth"]),
+    ]
+    assert [(f.key, list(f.values)) for f in term[0].match_fields] == [("metadata.name", [NODE])]
+    # Once a device is node-local, the allocation is for that node only.
+    local = [slices[0], slice_("e", ["dev-1"], pool="p5")]
+    results = allocate([claim("c", request(count=2))], local, on=on)
+    assert results is not None
+    only = results[0].node_selector.node_selector_terms
+    assert not only[0].match_expressions
+    assert [list(f.values) for f in only[0].match_fields] == [[NODE]]
+
+
+def test_s_dra_alloc_62_multi_host_pools_across_generations() -> None:
+    # upstream "multi-host-resource-pool-*": a complete old generation on this node is still
+    # used; a newer generation elsewhere obsoletes an incomplete one here; a newer incomplete
+    # generation here is not used.
+    def gen(name: str, dev: str, on: str, generation: int) -> types_pb2.ResourceSlice:
+        return slice_(name, [dev], node_name=on, pool="p", generation=generation, count=2)
+
+    complete_old = [
+        gen("a", "dev-1", NODE, 1),
+        gen("b", "dev-2", NODE, 1),
+        gen("c", "dev-1", NODE2, 2),
+        gen("d", "dev-2", NODE2, 2),
+    ]
+    assert picked(allocate([claim()], complete_old)) == [[(REQ, DRIVER, "p", "dev-1")]]
+    stale = [gen("a", "dev-1", NODE, 1), gen("c", "dev-2", NODE2, 2)]
+    assert allocate([claim()], stale) is None
+    incomplete_new = [
+        gen("a", "dev-1", NODE2, 1),
+        gen("b", "dev-2", NODE2, 1),
+        gen("c", "dev-1", NODE, 2),
+    ]
+    assert allocate([claim()], incomplete_new) is None
+
+
+def test_s_dra_alloc_63_counters_consumed_by_devices_on_other_nodes() -> None:
+    # upstream "partitionable-devices-devices-on-different-nodes-consume-same-counter-set".
+    ev = FakeEvaluator(
+        {
+            "6Gi": lambda _, d: d.capacity["memory"].value in ("6Gi",),
+            "2Gi": lambda _, d: d.capacity["memory"].value in ("6Gi", "2Gi"),
+        }
+    )
+    slices = [
+        slice_("counters", shared_counters={"cs": {"memory": "8Gi"}}, pool="p", count=3),
+        slice_(
+            "here",
+            [
+                device("dev-1", capacity={"memory": "6Gi"}, counters={"cs": {"memory": "6Gi"}}),
+                device("dev-2", capacity={"memory": "2Gi"}, counters={"cs": {"memory": "2Gi"}}),
+            ],
+            pool="p",
+            count=3,
+        ),
+        slice_(
+            "there",
+            [device("dev-3", counters={"cs": {"memory": "6Gi"}})],
+            node_name=NODE2,
+            pool="p",
+            count=3,
+        ),
+    ]
+    used = allocated(claim("old"), (DRIVER, "p", "dev-3"))
+    c = claim(
+        "c",
+        first_available(
+            REQ, sub_request("big", selectors=["6Gi"]), sub_request("small", selectors=["2Gi"])
+        ),
+    )
+    results = allocate([c], slices, allocated_claims=[used], evaluator=ev)
+    assert picked(results) == [[(f"{REQ}/small", DRIVER, "p", "dev-2")]]
+
+
+def test_s_dra_alloc_64_invalid_counter_references_anywhere_in_the_pool() -> None:
+    # upstream "partitionable-devices-same-counter-set-name-in-different-resource-slices",
+    # "...-references-counter-set-in-other-pool", "...-validation-error-on-non-targeting-slice".
+    twice = [
+        slice_("a", ["dev-1"], pool="p", count=4),
+        slice_("b", shared_counters={"cs": {"memory": "1Gi"}}, pool="p", count=4),
+        slice_("c", ["dev-2"], pool="p", count=4),
+        slice_("d", shared_counters={"cs": {"memory": "1Gi"}}, pool="p", count=4),
+    ]
+    other_pool = [
+        slice_("a", [device("dev-1", counters={"cs": {"memory": "8Gi"}})], pool="p"),
+        slice_("b", shared_counters={"cs": {"memory": "8Gi"}}, pool="q"),
+    ]
+    elsewhere = [
+        slice_("a", shared_counters={"cs": {"memory": "8Gi"}}, pool="p", count=3),
+        slice_("b", [device("dev-1", counters={"cs": {"memory": "6Gi"}})], pool="p", count=3),
+        slice_(
+            "c",
+            [device("dev-3", counters={"other": {"memory": "6Gi"}})],
+            node_name=NODE2,
+            pool="p",
+            count=3,
+        ),
+    ]
+    for slices in (twice, other_pool, elsewhere):
+        with pytest.raises(FailedAllocationOnNode):
+            allocate([claim()], slices)

@@ -21,6 +21,7 @@ from kemu.scheduling.dra.taints import TaintedSlices, apply_taint_rules
 from tests.unit.scheduling.dra.builders import (
     CLASS,
     DRIVER,
+    DRIVER2,
     NODE,
     REQ,
     REQ1,
@@ -439,13 +440,21 @@ def test_s_dra_alloc_44_class_and_claim_config_in_the_allocation() -> None:
     ]
 
 
-def test_s_dra_alloc_45_a_config_for_every_request_lists_none() -> None:
+def test_s_dra_alloc_45_class_config_names_its_requests() -> None:
+    # upstream "with-class-device-config-with-multiple-request-and-configs": one entry per
+    # class, naming the requests that use it (even when that is every request).
     cls_a = device_class(CLASS, configs=['{"a":1}'])
-    results = allocate(
-        [claim("c", request(REQ), request(REQ1))], [slice_("s", ["d1", "d2"])], classes=[cls_a]
-    )
+    cls_b = device_class("class-b", configs=['{"b":1}'], driver="driver-b.example.com")
+    c = claim("c", request(REQ), request(REQ1), request("req-2", "class-b"))
+    results = allocate([c], [slice_("s", ["d0", "d1", "d2"])], classes=[cls_a, cls_b])
     assert results is not None
-    assert [(x.source, list(x.requests)) for x in results[0].devices.config] == [("FromClass", [])]
+    assert [(x.source, list(x.requests)) for x in results[0].devices.config] == [
+        ("FromClass", [REQ, REQ1]),
+        ("FromClass", ["req-2"]),
+    ]
+    single = allocate([claim()], [slice_("s", ["d0"])], classes=[cls_a])
+    assert single is not None
+    assert [list(x.requests) for x in single[0].devices.config] == [[REQ]]
 
 
 def test_s_dra_alloc_46_subrequest_config_by_its_full_name() -> None:
@@ -760,3 +769,170 @@ def test_s_dra_alloc_57_consumable_capacity_all_mode_and_subrequests() -> None:
         ),
     )
     assert picked(allocate([c], s)) == [[(f"{REQ}/small", DRIVER, NODE, "dev-1")]]
+
+
+def drivers_evaluator() -> FakeEvaluator:
+    return FakeEvaluator({"a": lambda d, _: d == DRIVER, "b": lambda d, _: d == DRIVER2})
+
+
+def allocate_counting(
+    claims: list[types_pb2.ResourceClaim],
+    slices: list[types_pb2.ResourceSlice],
+) -> tuple[list[types_pb2.AllocationResult] | None, int]:
+    classes = {CLASS: device_class(CLASS, ["a"]), "class-b": device_class("class-b", ["b"])}
+    alloc = Allocator(ALL, claims, AllocatedState(), classes, slices, CelCache(drivers_evaluator()))
+    return alloc.allocate(node()), alloc.allocate_one_calls
+
+
+def devices(n: int) -> list[str]:
+    return [f"device-{i}" for i in range(n)]
+
+
+def test_s_dra_alloc_59_exactly_32_devices_fit() -> None:
+    # upstream "max-number-devices".
+    results, _ = allocate_counting([claim("c", request(count=32))], [slice_("s", devices(32))])
+    assert len(picked(results)[0]) == 32
+
+
+def test_s_dra_alloc_60_first_available_past_the_device_limit_in_upstreams_steps() -> None:
+    # upstream "prioritized-list-max-allocation-limit-request": two requests of 32 or 16
+    # devices; 32 + anything passes the limit, so both take 16, found in 75 allocateOne calls.
+    c = claim(
+        "c",
+        first_available(REQ, sub_request("s0", count=32), sub_request("s1", count=16)),
+        first_available(REQ1, sub_request("s0", count=32), sub_request("s1", count=16)),
+    )
+    results, calls = allocate_counting([c], [slice_("s", devices(64))])
+    got = picked(results)[0]
+    assert got[:16] == [(f"{REQ}/s1", DRIVER, NODE, f"device-{i}") for i in range(16)]
+    assert got[16:] == [(f"{REQ1}/s1", DRIVER, NODE, f"device-{i}") for i in range(16, 32)]
+    assert calls == 75
+
+
+def test_s_dra_alloc_61_first_available_all_mode_past_the_limit_in_upstreams_steps() -> None:
+    # upstream "prioritized-list-max-allocation-allocation-mode-all": "All" 31 devices plus 2
+    # more passes 32, so the 2-device subrequest is taken; 42 allocateOne calls.
+    c = claim(
+        "c",
+        first_available(REQ, sub_request("s0", mode="All"), sub_request("s1", count=2)),
+        request(REQ1, "class-b", count=2),
+    )
+    slices = [
+        slice_("s", devices(31)),
+        slice_("t", devices(2), driver=DRIVER2, pool="pool-2"),
+    ]
+    results, calls = allocate_counting([c], slices)
+    assert picked(results) == [
+        [
+            (f"{REQ}/s1", DRIVER, NODE, "device-0"),
+            (f"{REQ}/s1", DRIVER, NODE, "device-1"),
+            (REQ1, DRIVER2, "pool-2", "device-0"),
+            (REQ1, DRIVER2, "pool-2", "device-1"),
+        ]
+    ]
+    assert calls == 42
+
+
+def test_s_dra_alloc_65_invalid_cel_in_a_claim_or_class_is_an_error() -> None:
+    # upstream "invalid-CEL-one-device", "-one-device-class", "-all-devices".
+    s = [slice_("s", ["dev-1"])]
+    bad_request = claim("c", request(selectors=["noSuchVar"]))
+    bad_all = claim("c", request(mode="All", selectors=["noSuchVar"]))
+    for c in (bad_request, bad_all):
+        with pytest.raises(AllocationError, match="undeclared reference"):
+            real([c], s)
+    with pytest.raises(AllocationError, match=f"class {CLASS}: selector #0: CEL compile error"):
+        real([claim()], s, [device_class(CLASS, ["noSuchVar"])])
+
+
+def test_s_dra_alloc_66_first_available_config_of_the_chosen_subrequest_only() -> None:
+    # upstream "prioritized-list-class-config" and "prioritized-list-device-config".
+    classes = [
+        device_class(CLASS, ["a"], configs=['"foo"']),
+        device_class("class-b", ["b"], configs=['"bar"'], driver=DRIVER2),
+    ]
+    c = claim(
+        "c",
+        first_available(
+            REQ, sub_request("s0", CLASS, count=2), sub_request("s1", "class-b", count=2)
+        ),
+        configs=[([f"{REQ}/s0"], '"claim-foo"'), ([f"{REQ}/s1"], '"claim-bar"')],
+    )
+    slices = [
+        slice_("b", ["dev-1", "dev-2"], driver=DRIVER2, pool="p1"),
+        slice_("a", ["dev-3"], pool="p2"),
+    ]
+    results = allocate([c], slices, classes=classes, evaluator=drivers_evaluator())
+    assert picked(results) == [
+        [(f"{REQ}/s1", DRIVER2, "p1", "dev-1"), (f"{REQ}/s1", DRIVER2, "p1", "dev-2")]
+    ]
+    assert results is not None
+    assert [
+        (x.source, list(x.requests), x.opaque.parameters.raw) for x in results[0].devices.config
+    ] == [
+        ("FromClass", [f"{REQ}/s1"], '"bar"'),
+        ("FromClaim", [f"{REQ}/s1"], '"claim-bar"'),
+    ]
+
+
+def test_s_dra_alloc_67_taints_with_subrequests_admin_access_and_all() -> None:
+    # upstream "tainted-two-devices-prioritized-list-tolerated", "tainted-admin-access",
+    # "tainted-all-devices-single".
+    no_exec = toleration("taint-key", "Equal", "value-2", "NoExecute")
+    devs = [
+        device("dev-1", taints=[("taint-key", "value", "NoSchedule")]),
+        device("dev-2", taints=[("taint-key", "value-2", "NoExecute")]),
+    ]
+    s = [slice_("s", devs)]
+    sub = types_pb2.DeviceSubRequest(name="s1", device_class_name=CLASS, count=1)
+    sub.allocation_mode = "ExactCount"
+    sub.tolerations.append(no_exec)
+    c = claim("c", first_available(REQ, sub_request("s0"), sub))
+    results = allocate([c], s)
+    assert picked(results) == [[(f"{REQ}/s1", DRIVER, NODE, "dev-2")]]
+    assert results is not None
+    assert list(results[0].devices.results[0].tolerations) == [no_exec]
+    # Admin access does not pass a taint.
+    used = allocated(claim("old"), (DRIVER, NODE, "dev-1"))
+    admin = claim("c", request(admin_access=True))
+    assert allocate([admin], [slice_("s", devs[:1])], allocated_claims=[used]) is None
+    # "All" on a tainted device: no allocation, not an error.
+    assert allocate([claim("c", request(mode="All"))], [slice_("s", devs[:1])]) is None
+
+
+def test_s_dra_alloc_68_a_backtracked_share_gives_its_counters_back() -> None:
+    # kemu: a shared device whose share consumed no capacity leaves no trace once backtracked,
+    # so its next share consumes the counters again (upstream's incubating code kept an empty
+    # entry that made the next share skip them).
+    ev = FakeEvaluator(
+        {
+            "sp": lambda _, d: d.name in ("dev-s", "dev-p"),
+            "r": lambda _, d: d.name == "dev-r",
+            "s": lambda _, d: d.name == "dev-s",
+        }
+    )
+    slices = [
+        slice_("counters", shared_counters={"cs": {"memory": "4Gi"}}, pool="p", count=2),
+        slice_(
+            "devices",
+            [
+                device("dev-s", attrs={"x": 1}, counters={"cs": {"memory": "4Gi"}}, multi=True),
+                device("dev-p", attrs={"x": 2}, counters={"cs": {"memory": "4Gi"}}),
+                device("dev-r", attrs={"x": 2}),
+            ],
+            pool="p",
+            count=2,
+        ),
+    ]
+    a = claim(
+        "a",
+        request(REQ, selectors=["sp"]),
+        request(REQ1, selectors=["r"]),
+        match_attribute=[(f"{DRIVER}/x", [])],
+    )
+    b = claim("b", request(REQ, selectors=["s"]))
+    assert picked(allocate([a], slices, evaluator=ev)) == [
+        [(REQ, DRIVER, "p", "dev-p"), (REQ1, DRIVER, "p", "dev-r")]
+    ]
+    # dev-p took the counters: dev-s cannot have them too.
+    assert allocate([a, b], slices, evaluator=ev) is None

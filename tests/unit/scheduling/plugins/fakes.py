@@ -14,6 +14,7 @@ from kemu.api.v1 import types_pb2
 from kemu.client.fake import FakeClient
 from kemu.component.clock import FakeClock
 from kemu.component.featuregate import FeatureGates
+from kemu.scheduling.dra_manager import DraManager
 from kemu.scheduling.interface import (
     CycleState,
     EventRecorder,
@@ -266,6 +267,9 @@ class FakeHandle:
         return list(self.waiting_pods.values())
 
     def preemption_executor(self) -> PreemptionExecutor | None:
+        return None
+
+    def shared_dra_manager(self) -> DraManager | None:
         return None
 
     def pod_group_states(self) -> PodGroupStates | None:

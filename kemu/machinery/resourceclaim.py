@@ -1,0 +1,60 @@
+"""A pod's ResourceClaims as every component reads them (upstream
+staging/src/k8s.io/dynamic-resource-allocation/resourceclaim/resourceclaim.go): the claim
+an entry of `spec.resourceClaims` names, whether the pod owns it, whether it is reserved for
+the pod.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from kemu.api.v1 import types_pb2
+from kemu.machinery.keys import object_key
+
+RESERVED_FOR_MAX_SIZE: Final = 256  # resourceapi.ResourceClaimReservedForMaxSize
+
+
+class ClaimNameError(Exception):
+    """A `spec.resourceClaims` entry whose claim cannot be named yet (upstream's messages)."""
+
+
+def pod_claim_name(pod: types_pb2.Pod, ref: types_pb2.PodResourceClaim) -> tuple[str | None, bool]:
+    """The name of the claim an entry uses, and whether the pod must own it (a template's
+    claim); None when the template needs no claim (upstream resourceclaim.Name).
+    ClaimNameError when a template's claim is not created yet, or the entry names nothing."""
+    if ref.HasField("resource_claim_name"):
+        return ref.resource_claim_name, False
+    if ref.HasField("resource_claim_template_name"):
+        for status in pod.status.resource_claim_statuses:
+            if status.name == ref.name:
+                if status.HasField("resource_claim_name"):
+                    return status.resource_claim_name, True
+                return None, False
+        raise ClaimNameError(f'pod "{object_key(pod)}": ResourceClaim not created yet')
+    raise ClaimNameError(
+        f'pod "{object_key(pod)}", spec.resourceClaim "{ref.name}": '
+        "none of the supported fields are set"
+    )
+
+
+def is_for_pod(pod: types_pb2.Pod, claim: types_pb2.ResourceClaim) -> bool:
+    """The claim's controller is the pod (upstream IsForPod)."""
+    return any(o.controller and o.uid == pod.metadata.uid for o in claim.metadata.owner_references)
+
+
+def not_for_pod_message(pod: types_pb2.Pod, claim: types_pb2.ResourceClaim) -> str:
+    return (
+        f"ResourceClaim {object_key(claim)} was not created for pod {object_key(pod)} "
+        "(pod is not owner)"
+    )
+
+
+def is_reserved_for_pod(pod: types_pb2.Pod, claim: types_pb2.ResourceClaim) -> bool:
+    """The pod's uid is in the claim's reservedFor (upstream IsReservedForPod)."""
+    uid = pod.metadata.uid
+    return any(r.uid == uid and r.resource == "pods" for r in claim.status.reserved_for)
+
+
+def can_be_reserved(claim: types_pb2.ResourceClaim) -> bool:
+    """Structured claims are always shareable: room in reservedFor is enough (CanBeReserved)."""
+    return len(claim.status.reserved_for) < RESERVED_FOR_MAX_SIZE

@@ -1,0 +1,796 @@
+"""DynamicResources: a pod's ResourceClaims must be allocated on its node, and the binding cycle
+writes their allocation and reservation before the pod is bound (upstream
+pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go at 1.36/1.37; the
+allocator is kemu.scheduling.dra, upstream's structured allocator).
+
+Statuses are upstream's: `statusUnschedulable` is UnschedulableAndUnresolvable (so
+DefaultPreemption leaves such nodes alone), `statusError` an Error (the pod backs off).
+
+- PreEnqueue: every claim of the pod exists (a template's claim is named in
+  status.resourceClaimStatuses), is not being deleted and, when generated, is owned by the pod.
+- PreFilter: Skip without claims. An allocated claim that cannot be reserved for one more pod
+  and is not reserved for this one: "resourceclaim in use"; an allocated claim's node selector
+  constrains the nodes; an unallocated claim in flight for another pod: "resource claim NS/NAME
+  is in the process of being allocated"; a request's class must exist. The allocator is built
+  once per cycle over the allocated claims (assumed and in flight), the slices and classes.
+- Filter: allocated claims whose node selector does not match, or whose binding conditions
+  failed or timed out, are "resourceclaim not available on the node"; the others are allocated
+  on the node ("cannot allocate all claims" when they do not fit; an allocator error is an
+  Error); the node's results are kept for Reserve.
+- PostFilter: deallocates one unavailable claim that only this pod (or no pod) reserves:
+  "deallocation of ResourceClaim completed"; else "still not schedulable".
+- Reserve: the node's allocations become in-flight claims (no API call); Unreserve drops them
+  and takes the pod out of the claims' reservedFor.
+- PreBindPreFlight: Success when the pod has claims (KEP-5278: the nomination is then
+  published before PreBind), Skip otherwise.
+- PreBind: for each claim not yet reserved for the pod, the finalizer
+  `resource.kubernetes.io/delete-protection` (an Update), then status.allocation and
+  reservedFor (an UpdateStatus), the written claim assumed; then, with DRADeviceBindingConditions
+  and DRAResourceClaimDeviceStatus, the wait for the devices' bindingConditions (polling every
+  5 s on the handle's clock, at most bindingTimeout, 600 s by default), an Error on a
+  bindingFailureCondition or the timeout.
+
+Not modelled: Score (firstAvailable's preference), SignPod, extended resources backed by DRA
+(DRAExtendedResource), DRA-aware preemption's PreFilterExtensions.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Final
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from kemu.api.v1 import types_pb2
+from kemu.component.featuregate import (
+    DRA_DEVICE_BINDING_CONDITIONS,
+    DRA_RESOURCE_CLAIM_DEVICE_STATUS,
+    DRA_SCHEDULER_FILTER_TIMEOUT,
+    DYNAMIC_RESOURCE_ALLOCATION,
+)
+from kemu.component.version import Version
+from kemu.machinery.errors import ApiError, Conflict, NotFound
+from kemu.machinery.keys import object_key
+from kemu.machinery.resourceclaim import (
+    ClaimNameError,
+    can_be_reserved,
+    is_for_pod,
+    is_reserved_for_pod,
+    not_for_pod_message,
+    pod_claim_name,
+)
+from kemu.scheduling.dra.allocator import (
+    AllocatedState,
+    AllocationError,
+    Allocator,
+    Features,
+    new_cel_cache,
+)
+from kemu.scheduling.dra.pools import FailedAllocationOnNode
+from kemu.scheduling.dra.taints import TaintedSlices
+from kemu.scheduling.dra_manager import DraManager
+from kemu.scheduling.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    QueueingHint,
+)
+from kemu.scheduling.interface import (
+    CycleState,
+    EnqueueExtensions,
+    FilterPlugin,
+    Handle,
+    NodeToStatus,
+    PluginArgs,
+    PostFilterPlugin,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterExtensions,
+    PreFilterPlugin,
+    PreScorePlugin,
+    ReservePlugin,
+    ScoreExtensions,
+    ScorePlugin,
+)
+from kemu.scheduling.plugins.helpers import (
+    NodeSelector,
+    check_arg_keys,
+    default_normalize_score,
+    node_selector,
+)
+from kemu.scheduling.status import SKIP, SUCCESS, Status, as_error, unresolvable, unschedulable
+from kemu.scheduling.types import (
+    MAX_NODE_SCORE,
+    NodeInfo,
+    NodeScore,
+    PostFilterResult,
+    PreFilterResult,
+)
+
+logger = logging.getLogger(__name__)
+
+NAME: Final = "DynamicResources"
+STATE_KEY: Final = NAME
+DELETE_PROTECTION_FINALIZER: Final = "resource.kubernetes.io/delete-protection"
+DEFAULT_BINDING_TIMEOUT_SECONDS: Final = 600  # config.DynamicResourcesBindingTimeoutDefault
+DEFAULT_FILTER_TIMEOUT_SECONDS: Final = 10  # config.DynamicResourcesFilterTimeoutDefault
+FIRST_AVAILABLE_MAX_SIZE: Final = 8  # resourceapi.FirstAvailableDeviceRequestMaxSize
+BINDING_POLL_INTERVAL: Final = 5.0  # upstream's PreBind polls the claims every 5 s
+_CONFLICT_RETRIES: Final = 5
+
+# Upstream's statuses (the messages are user-visible: FailedScheduling events).
+MSG_CANNOT_ALLOCATE: Final = "cannot allocate all claims"
+MSG_NOT_AVAILABLE: Final = "resourceclaim not available on the node"
+MSG_IN_USE: Final = "resourceclaim in use"
+MSG_TIMED_OUT: Final = "timed out trying to allocate devices"
+MSG_DEALLOCATED: Final = "deallocation of ResourceClaim completed"
+MSG_STILL_UNSCHEDULABLE: Final = "still not schedulable"
+MSG_NO_CLAIMS: Final = "no new claims to deallocate"
+EVENT_BINDING_CONDITIONS_PENDING: Final = "BindingConditionsPending"
+
+
+class ClaimNotReady(Exception):
+    """A claim of the pod that keeps it from scheduling now (upstream foreachPodResourceClaim's
+    errors, bindClaim's); the message is upstream's."""
+
+
+@dataclass(slots=True)
+class _State:
+    """The cycle's view of the pod's claims (upstream stateData); shared by clones, as
+    upstream's pointer is."""
+
+    claims: list[types_pb2.ResourceClaim] = field(default_factory=list)
+    to_allocate: list[int] = field(default_factory=list)
+    selectors: dict[int, NodeSelector] = field(default_factory=dict)
+    allocator: Allocator | None = None
+    unavailable: set[int] = field(default_factory=set)
+    node_allocations: dict[str, list[types_pb2.AllocationResult]] = field(default_factory=dict)
+    # Reserve's allocations (claim index -> result), published by PreBind.
+    allocations: dict[int, types_pb2.AllocationResult] = field(default_factory=dict)
+
+    def clone(self) -> _State:
+        return self
+
+
+def _matching_device_status(
+    claim: types_pb2.ResourceClaim, result: types_pb2.DeviceRequestAllocationResult
+) -> types_pb2.AllocatedDeviceStatus | None:
+    for d in claim.status.devices:
+        if (d.driver, d.pool, d.device) == (result.driver, result.pool, result.device):
+            return d
+    return None
+
+
+def _condition_true(
+    status: types_pb2.AllocatedDeviceStatus, name: str
+) -> types_pb2.Condition | None:
+    for c in status.conditions:
+        if c.type == name and c.status == "True":
+            return c
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class BindingCheck:
+    """Where a claim's binding conditions stand (upstream isClaimReadyForBinding)."""
+
+    ready: bool
+    failure: str = ""  # set when a bindingFailureCondition is True
+
+
+def binding_check(claim: types_pb2.ResourceClaim) -> BindingCheck:
+    name = claim.metadata.name
+    ready = True
+    for result in claim.status.allocation.devices.results:
+        if not result.binding_conditions:
+            continue
+        status = _matching_device_status(claim, result)
+        if status is None:
+            ready = False
+            continue
+        for cond in result.binding_failure_conditions:
+            c = _condition_true(status, cond)
+            if c is not None:
+                return BindingCheck(
+                    False,
+                    f'claim {name} binding failed: reason={c.reason}, message="{c.message}"',
+                )
+        if not all(_condition_true(status, cond) for cond in result.binding_conditions):
+            ready = False
+    return BindingCheck(ready)
+
+
+def has_binding_conditions(claim: types_pb2.ResourceClaim) -> bool:
+    return any(r.binding_conditions for r in claim.status.allocation.devices.results)
+
+
+class DynamicResources(
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    FilterPlugin,
+    PostFilterPlugin,
+    PreScorePlugin,
+    ScorePlugin,
+    ScoreExtensions,
+    ReservePlugin,
+    PreBindPlugin,
+    EnqueueExtensions,
+):
+    NAME = NAME
+
+    def __init__(
+        self,
+        handle: Handle,
+        manager: DraManager,
+        *,
+        enabled: bool,
+        binding_timeout: float,
+        filter_timeout: float,
+    ) -> None:
+        self.handle = handle
+        self.manager = manager
+        self.enabled = enabled
+        self.binding_timeout = binding_timeout
+        self.filter_timeout = filter_timeout  # 0: no timeout
+        gates = handle.gates
+        self.features = Features.from_gates(gates)
+        self.binding_conditions = gates.enabled(DRA_DEVICE_BINDING_CONDITIONS) and gates.enabled(
+            DRA_RESOURCE_CLAIM_DEVICE_STATUS
+        )
+        # Selector results kept for the scheduler's lifetime (upstream: a 10-entry LRU of
+        # compiled expressions; kemu.scheduling.dra.cel_cache says why kemu keeps more).
+        self.cel_cache = new_cel_cache(self.features)
+        # Tainted slices stay the same objects across cycles (the allocator caches by slice).
+        self.tainted = TaintedSlices()
+        # Score: 1.36+ (upstream's plugin has no Score before), with DRAPrioritizedList.
+        self.scores = gates.version >= Version(1, 36) and self.features.prioritized_list
+
+    def name(self) -> str:
+        return NAME
+
+    # ------------------------------------------------------------ the pod's claims
+
+    def pod_claims(self, pod: types_pb2.Pod) -> list[types_pb2.ResourceClaim]:
+        """The claims of the pod, in spec order (template entries that need no claim left
+        out); ClaimNotReady with upstream's message when one keeps the pod waiting."""
+        claims: list[types_pb2.ResourceClaim] = []
+        ns = pod.metadata.namespace
+        for ref in pod.spec.resource_claims:
+            try:
+                name, must_own = pod_claim_name(pod, ref)
+            except ClaimNameError as e:
+                raise ClaimNotReady(str(e)) from None
+            if name is None:
+                continue
+            claim = self.manager.get_claim(ns, name)
+            if claim is None:
+                raise ClaimNotReady(f'could not find ResourceClaim "{ns}/{name}"')
+            if claim.metadata.HasField("deletion_timestamp"):
+                raise ClaimNotReady(f'resourceclaim "{name}" is being deleted')
+            if must_own and not is_for_pod(pod, claim):
+                raise ClaimNotReady(not_for_pod_message(pod, claim))
+            claims.append(claim)
+        return claims
+
+    # ------------------------------------------------------------ queue
+
+    def pre_enqueue(self, pod: types_pb2.Pod) -> Status:
+        if not self.enabled or not pod.spec.resource_claims:
+            return SUCCESS
+        try:
+            self.pod_claims(pod)
+        except ClaimNotReady as e:
+            return unresolvable(str(e))
+        return SUCCESS
+
+    # ------------------------------------------------------------ scheduling cycle
+
+    def pre_filter(
+        self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
+        if not self.enabled or not pod.spec.resource_claims:
+            return None, SKIP
+        s = _State()
+        state.write(STATE_KEY, s)
+        try:
+            claims = self.pod_claims(pod)
+        except ClaimNotReady as e:
+            return None, unresolvable(str(e))
+        if not claims:
+            return None, SKIP
+        s.claims = claims
+        for i, claim in enumerate(claims):
+            if claim.status.HasField("allocation"):
+                if not can_be_reserved(claim) and not is_reserved_for_pod(pod, claim):
+                    return None, unresolvable(MSG_IN_USE)
+                if claim.status.allocation.HasField("node_selector"):
+                    s.selectors[i] = node_selector(claim.status.allocation.node_selector)
+                continue
+            if self.manager.claim_has_pending_allocation(claim.metadata.uid):
+                return None, unresolvable(
+                    f"resource claim {object_key(claim)} is in the process of being allocated"
+                )
+            for req in claim.spec.devices.requests:
+                missing = self._missing_class(claim, req)
+                if missing:
+                    return None, unresolvable(missing)
+            s.to_allocate.append(i)
+        if s.to_allocate:
+            allocated = AllocatedState.from_claims(
+                self.manager.allocated_claims(),
+                consumable_capacity=self.features.consumable_capacity,
+            )
+            slices = self.manager.slices_list()
+            if self.features.device_taints:
+                slices = self.tainted.apply(slices, self.manager.taint_rules_list())
+            s.allocator = Allocator(
+                self.features,
+                [claims[i] for i in s.to_allocate],
+                allocated,
+                {c.metadata.name: c for c in self.manager.classes.list()},
+                slices,
+                self.cel_cache,
+            )
+        return None, SUCCESS
+
+    def _missing_class(self, claim: types_pb2.ResourceClaim, req: types_pb2.DeviceRequest) -> str:
+        """Upstream's message when a request cannot be served as written: its class does not
+        exist, it has subrequests with DRAPrioritizedList off, or it is of neither kind ("" when
+        it is fine)."""
+        if req.HasField("exactly"):
+            name = req.exactly.device_class_name
+            if self.manager.classes.get(name) is None:
+                return f"request {req.name}: device class {name} does not exist"
+            return ""
+        if not req.first_available:
+            return f"resource claim {object_key(claim)}, request {req.name}: unknown request type"
+        if not self.features.prioritized_list:
+            return (
+                f"resource claim {object_key(claim)}, request {req.name}: has subrequests, but "
+                "the DRAPrioritizedList feature is disabled"
+            )
+        for sub in req.first_available:
+            if self.manager.classes.get(sub.device_class_name) is None:
+                return (
+                    f"request {req.name}/{sub.name}: device class {sub.device_class_name} "
+                    "does not exist"
+                )
+        return ""
+
+    def pre_filter_extensions(self) -> PreFilterExtensions | None:
+        return None
+
+    def filter(self, state: CycleState, pod: types_pb2.Pod, node: NodeInfo) -> Status:
+        s = state.read(STATE_KEY)
+        if not isinstance(s, _State) or not s.claims:
+            return SUCCESS
+        n = node.node
+        if n is None:
+            return as_error("node not found")
+        unavailable: list[int] = []
+        now = self.handle.clock.now()
+        for i, claim in enumerate(s.claims):
+            if not claim.status.HasField("allocation"):
+                continue
+            selector = s.selectors.get(i)
+            if selector is not None and not selector.matches(n):
+                unavailable.append(i)
+            elif self.binding_conditions and self._binding_gone_wrong(claim, now):
+                unavailable.append(i)
+        if s.to_allocate and s.allocator is not None and not unavailable:
+            started = self.handle.clock.monotonic()
+            try:
+                results = s.allocator.allocate(n)
+            except FailedAllocationOnNode as e:
+                return unresolvable(str(e))  # this node only (upstream statusUnschedulable)
+            except AllocationError as e:
+                return as_error(e)
+            if (
+                self.filter_timeout
+                and self.handle.clock.monotonic() - started > self.filter_timeout
+            ):
+                # (upstream cancels the allocation at the deadline; kemu's allocator runs to
+                # its end and the result is dropped)
+                return unresolvable(MSG_TIMED_OUT)
+            if results is None:
+                return unresolvable(MSG_CANNOT_ALLOCATE)
+            s.node_allocations[node.name] = results
+        if unavailable:
+            s.unavailable.update(unavailable)
+            return unresolvable(MSG_NOT_AVAILABLE)
+        return SUCCESS
+
+    def _binding_gone_wrong(self, claim: types_pb2.ResourceClaim, now: float) -> bool:
+        """An allocated claim whose binding conditions failed or timed out is not usable
+        (Filter marks it unavailable; PostFilter deallocates it)."""
+        if not has_binding_conditions(claim):
+            return False
+        check = binding_check(claim)
+        if check.failure:
+            return True
+        if check.ready:
+            return False
+        ts = claim.status.allocation.allocation_timestamp
+        if not claim.status.allocation.HasField("allocation_timestamp"):
+            return False
+        return ts.seconds + ts.nanos / 1e9 + self.binding_timeout < now
+
+    # ------------------------------------------------------------ score (1.36+)
+
+    def pre_score(self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]) -> Status:
+        """Skip unless some claim to allocate has a firstAvailable request (upstream scores
+        from 1.36, with DRAPrioritizedList; kemu's PreScore only spares the other pods a
+        Score of 0 everywhere)."""
+        s = state.read(STATE_KEY)
+        if (
+            not isinstance(s, _State)
+            or not self.scores
+            or not any(
+                r.first_available for i in s.to_allocate for r in s.claims[i].spec.devices.requests
+            )
+        ):
+            return SKIP
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: types_pb2.Pod, node: NodeInfo) -> tuple[int, Status]:
+        """Per allocated device of a subrequest at index i of its request's firstAvailable,
+        FIRST_AVAILABLE_MAX_SIZE - i: nodes that satisfy earlier alternatives win (upstream
+        Score, FirstAvailableDeviceRequestMaxSize = 8)."""
+        s = state.read(STATE_KEY)
+        if not isinstance(s, _State):
+            return 0, SUCCESS
+        results = s.node_allocations.get(node.name)
+        if results is None:
+            return 0, SUCCESS
+        total = 0
+        for i, allocation in zip(s.to_allocate, results, strict=False):
+            requests = {r.name: r for r in s.claims[i].spec.devices.requests}
+            for r in allocation.devices.results:
+                parent, _, sub = r.request.partition("/")
+                req = requests.get(parent)
+                if not sub or req is None:
+                    continue
+                names = [x.name for x in req.first_available]
+                if sub in names:
+                    total += FIRST_AVAILABLE_MAX_SIZE - names.index(sub)
+        return total, SUCCESS
+
+    def score_extensions(self) -> ScoreExtensions | None:
+        return self
+
+    def normalize_score(
+        self, state: CycleState, pod: types_pb2.Pod, scores: list[NodeScore]
+    ) -> tuple[list[NodeScore], Status]:
+        return default_normalize_score(MAX_NODE_SCORE, False, scores), SUCCESS
+
+    async def post_filter(
+        self, state: CycleState, pod: types_pb2.Pod, statuses: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status]:
+        s = state.read(STATE_KEY)
+        if not isinstance(s, _State) or not s.claims:
+            return None, unschedulable(MSG_NO_CLAIMS)
+        uid = pod.metadata.uid
+        candidates = [
+            i
+            for i in sorted(s.unavailable)
+            if all(r.uid == uid for r in s.claims[i].status.reserved_for)
+        ]
+        if not candidates:
+            return None, unschedulable(MSG_STILL_UNSCHEDULABLE)
+        claim = s.claims[self.handle.rng.choice(candidates)]
+        fresh = types_pb2.ResourceClaim()
+        fresh.CopyFrom(claim)
+        fresh.status.ClearField("allocation")
+        fresh.status.ClearField("reserved_for")
+        fresh.status.ClearField("devices")
+        try:
+            written = await self.handle.client.update_status(fresh)
+        except ApiError as e:
+            return None, as_error(e)
+        self.manager.assume_claim_after_api_call(written)
+        logger.info("deallocated %s for %s", object_key(claim), object_key(pod))
+        return None, unschedulable(MSG_DEALLOCATED)
+
+    def reserve(self, state: CycleState, pod: types_pb2.Pod, node_name: str) -> Status:
+        s = state.read(STATE_KEY)
+        if not isinstance(s, _State) or not s.to_allocate:
+            return SUCCESS
+        results = s.node_allocations.get(node_name)
+        if results is None:
+            return as_error("claim allocation not found for node")
+        if len(results) != len(s.to_allocate):
+            return as_error(
+                f"internal error, have {len(results)} allocations, "
+                f"{len(s.to_allocate)} claims to allocate, want {len(s.to_allocate)} claims"
+            )
+        for i, result in zip(s.to_allocate, results, strict=True):
+            claim = types_pb2.ResourceClaim()
+            claim.CopyFrom(s.claims[i])
+            if DELETE_PROTECTION_FINALIZER not in claim.metadata.finalizers:
+                claim.metadata.finalizers.append(DELETE_PROTECTION_FINALIZER)
+            claim.status.allocation.CopyFrom(result)
+            s.allocations[i] = result
+            self.manager.signal_claim_pending_allocation(claim.metadata.uid, claim)
+        return SUCCESS
+
+    def unreserve(self, state: CycleState, pod: types_pb2.Pod, node_name: str) -> None:
+        s = state.read(STATE_KEY)
+        if not isinstance(s, _State) or not s.claims:
+            return
+        for i in s.allocations:
+            claim = s.claims[i]
+            if self.manager.remove_claim_pending_allocation(claim.metadata.uid):
+                self.manager.assumed_claim_restore(claim.metadata.namespace, claim.metadata.name)
+        reserved = []
+        for claim in s.claims:
+            current = self.manager.get_claim(claim.metadata.namespace, claim.metadata.name)
+            if current is not None and current.status.HasField("allocation"):
+                if is_reserved_for_pod(pod, current):
+                    reserved.append(current)
+        if reserved:
+
+            async def drop() -> None:
+                for claim in reserved:
+                    await self._remove_reservation(pod, claim)
+
+            self.handle.spawn(drop, f"unreserve claims of {object_key(pod)}")
+
+    async def _remove_reservation(self, pod: types_pb2.Pod, claim: types_pb2.ResourceClaim) -> None:
+        """Takes the pod out of the claim's reservedFor (upstream's strategic-merge patch
+        deleting the uid; kemu re-reads and writes the status, retrying on conflicts)."""
+        client = self.handle.client
+        uid = pod.metadata.uid
+        current = claim
+        for _ in range(_CONFLICT_RETRIES):
+            updated = types_pb2.ResourceClaim()
+            updated.CopyFrom(current)
+            keep = [r for r in updated.status.reserved_for if r.uid != uid]
+            del updated.status.reserved_for[:]
+            updated.status.reserved_for.extend(keep)
+            try:
+                written = await client.update_status(updated)
+            except Conflict:
+                try:
+                    current = await client.get(
+                        types_pb2.ResourceClaim, claim.metadata.name, claim.metadata.namespace
+                    )
+                except NotFound:
+                    return
+                continue
+            except ApiError as e:
+                logger.error("unreserve %s for %s: %s", object_key(claim), object_key(pod), e)
+                return
+            self.manager.assume_claim_after_api_call(written)
+            return
+
+    # ------------------------------------------------------------ binding cycle
+
+    def pre_bind_pre_flight(self, state: CycleState, pod: types_pb2.Pod, node_name: str) -> Status:
+        s = state.read(STATE_KEY)
+        if not isinstance(s, _State) or not s.claims:
+            return SKIP
+        return SUCCESS
+
+    async def pre_bind(self, state: CycleState, pod: types_pb2.Pod, node_name: str) -> Status:
+        s = state.read(STATE_KEY)
+        if not isinstance(s, _State) or not s.claims:
+            return SUCCESS
+        for i, claim in enumerate(s.claims):
+            if is_reserved_for_pod(pod, claim):
+                continue
+            try:
+                s.claims[i] = await self._bind_claim(pod, claim, s.allocations.get(i))
+            except (ApiError, ClaimNotReady) as e:
+                return as_error(e)
+        if self.binding_conditions and any(has_binding_conditions(c) for c in s.claims):
+            return await self._wait_for_binding_conditions(pod, s, node_name)
+        return SUCCESS
+
+    async def _bind_claim(
+        self,
+        pod: types_pb2.Pod,
+        claim: types_pb2.ResourceClaim,
+        allocation: types_pb2.AllocationResult | None,
+    ) -> types_pb2.ResourceClaim:
+        """The claim's finalizer, allocation and reservation written (upstream bindClaim):
+        first over the cycle's copy, re-read on a conflict."""
+        client = self.handle.client
+        name = object_key(claim)
+        uid = claim.metadata.uid
+        current = claim
+        try:
+            for attempt in range(_CONFLICT_RETRIES):
+                if attempt:
+                    try:
+                        current = await client.get(
+                            types_pb2.ResourceClaim, claim.metadata.name, claim.metadata.namespace
+                        )
+                    except NotFound:
+                        raise ClaimNotReady(f"claim {name} got deleted in the meantime") from None
+                    if current.metadata.uid != uid:
+                        raise ClaimNotReady(f"claim {name} got deleted in the meantime")
+                updated = types_pb2.ResourceClaim()
+                updated.CopyFrom(current)
+                try:
+                    if allocation is not None:
+                        if updated.status.HasField("allocation") and attempt:
+                            raise ClaimNotReady(
+                                f"claim {name} got allocated elsewhere in the meantime"
+                            )
+                        if DELETE_PROTECTION_FINALIZER not in updated.metadata.finalizers:
+                            updated.metadata.finalizers.append(DELETE_PROTECTION_FINALIZER)
+                            updated = await client.update(updated)
+                        updated.status.allocation.CopyFrom(allocation)
+                        if self.binding_conditions:
+                            ts = Timestamp()
+                            ts.FromNanoseconds(int(self.handle.clock.now() * 1e9))
+                            updated.status.allocation.allocation_timestamp.CopyFrom(ts)
+                    ref = updated.status.reserved_for.add()
+                    ref.resource = "pods"
+                    ref.name = pod.metadata.name
+                    ref.uid = pod.metadata.uid
+                    written = await client.update_status(updated)
+                except Conflict:
+                    continue
+                except ApiError as e:
+                    what = "add allocation and reservation" if allocation else "add reservation"
+                    raise ClaimNotReady(f"{what} to claim {name}: {e}") from e
+                self.manager.assume_claim_after_api_call(written)
+                logger.debug("claim %s allocated and reserved for %s", name, object_key(pod))
+                return written
+            raise ClaimNotReady(f"add reservation to claim {name}: conflict, retries exhausted")
+        finally:
+            self.manager.remove_claim_pending_allocation(uid)
+
+    async def _wait_for_binding_conditions(
+        self, pod: types_pb2.Pod, s: _State, node_name: str
+    ) -> Status:
+        """Waits for the devices' binding conditions (upstream PreBind's poll): an Error on a
+        failure condition or after bindingTimeout."""
+        self.handle.event_recorder.event(
+            pod,
+            "Normal",
+            EVENT_BINDING_CONDITIONS_PENDING,
+            "Scheduling",
+            f"waiting for binding conditions for device on node {node_name}",
+        )
+        clock = self.handle.clock
+        deadline = clock.monotonic() + self.binding_timeout
+        while True:
+            ready = True
+            for claim in s.claims:
+                current = self.manager.get_claim(claim.metadata.namespace, claim.metadata.name)
+                if current is None:
+                    return as_error(f"claim {claim.metadata.name} got deleted in the meantime")
+                check = binding_check(current)
+                if check.failure:
+                    return as_error(check.failure)
+                ready = ready and check.ready
+            if ready:
+                return SUCCESS
+            remaining = deadline - clock.monotonic()
+            if remaining <= 0:
+                return as_error("device binding timeout")
+            await clock.sleep(min(BINDING_POLL_INTERVAL, remaining))
+
+    # ------------------------------------------------------------ events
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        if not self.enabled:
+            return []
+        update = ActionType.ADD | ActionType.UPDATE_OBJECT
+        return [
+            # (upstream adds UpdateNodeTaint only without queueing hints)
+            ClusterEventWithHint(
+                ClusterEvent(
+                    EventResource.NODE,
+                    ActionType.ADD
+                    | ActionType.UPDATE_NODE_LABEL
+                    | ActionType.UPDATE_NODE_ALLOCATABLE,
+                )
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.RESOURCE_CLAIM, update),
+                self.is_schedulable_after_claim_change,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM),
+                self.is_schedulable_after_pod_change,
+            ),
+            ClusterEventWithHint(ClusterEvent(EventResource.DEVICE_CLASS, update)),
+            ClusterEventWithHint(ClusterEvent(EventResource.RESOURCE_SLICE, update)),
+        ]
+
+    def is_schedulable_after_claim_change(
+        self, pod: types_pb2.Pod, old: object, new: object
+    ) -> QueueingHint:
+        """upstream isSchedulableAfterClaimChange, in its order."""
+        if not isinstance(new, types_pb2.ResourceClaim):
+            return QueueingHint.QUEUE
+        try:
+            claims = self.pod_claims(pod)
+        except ClaimNotReady:
+            return QueueingHint.SKIP
+        if (
+            isinstance(old, types_pb2.ResourceClaim)
+            and old.status.HasField("allocation")
+            and not new.status.HasField("allocation")
+        ):
+            return QueueingHint.QUEUE  # devices were freed
+        if all(c.metadata.uid != new.metadata.uid for c in claims):
+            return QueueingHint.SKIP
+        if not isinstance(old, types_pb2.ResourceClaim):
+            return QueueingHint.QUEUE
+        if old.status == new.status:
+            return QueueingHint.SKIP  # e.g. the finalizer added
+        return QueueingHint.QUEUE
+
+    def is_schedulable_after_pod_change(
+        self, pod: types_pb2.Pod, old: object, new: object
+    ) -> QueueingHint:
+        """The pod's own generated claims now named (upstream isSchedulableAfterPodChange)."""
+        if not isinstance(new, types_pb2.Pod) or new.metadata.uid != pod.metadata.uid:
+            return QueueingHint.SKIP
+        try:
+            self.pod_claims(new)
+        except ClaimNotReady:
+            return QueueingHint.SKIP
+        return QueueingHint.QUEUE
+
+
+def _seconds(args: PluginArgs, key: str, default: int) -> float:
+    value = args.get(key, default)
+    if isinstance(value, str) and value.endswith("s") and value[:-1].isdigit():
+        value = int(value[:-1])  # a metav1.Duration such as "600s"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{NAME} args: {key}: Invalid value: {value!r}: must be a duration")
+    return float(value)
+
+
+def new(args: PluginArgs, handle: Handle) -> DynamicResources:
+    """DynamicResourcesArgs: filterTimeout (DRASchedulerFilterTimeout; "must be zero or
+    positive"), bindingTimeout (600 s by default; "must be at least 1 second"); upstream
+    pkg/scheduler/apis/config/validation."""
+    check_arg_keys(args, ("filterTimeout", "bindingTimeout"), NAME)
+    gates = handle.gates
+    filter_timeout = _seconds(args, "filterTimeout", DEFAULT_FILTER_TIMEOUT_SECONDS)
+    if "filterTimeout" in args and not gates.enabled(DRA_SCHEDULER_FILTER_TIMEOUT):
+        raise ValueError(
+            f"{NAME} args: filterTimeout: Forbidden: DRASchedulingFilterTimeout feature gate "
+            "is disabled"
+        )
+    if filter_timeout < 0:
+        raise ValueError(
+            f"{NAME} args: filterTimeout: Invalid value: {filter_timeout}: must be zero or positive"
+        )
+    if not gates.enabled(DRA_SCHEDULER_FILTER_TIMEOUT):
+        filter_timeout = 0.0
+    binding_timeout = _seconds(args, "bindingTimeout", DEFAULT_BINDING_TIMEOUT_SECONDS)
+    if "bindingTimeout" in args and not (
+        gates.enabled(DRA_DEVICE_BINDING_CONDITIONS)
+        and gates.enabled(DRA_RESOURCE_CLAIM_DEVICE_STATUS)
+    ):
+        raise ValueError(
+            f"{NAME} args: bindingTimeout: Forbidden: DRADeviceBindingConditions or "
+            "DRAResourceClaimDeviceStatus feature gate is disabled"
+        )
+    if binding_timeout < 1:
+        raise ValueError(
+            f"{NAME} args: bindingTimeout: Invalid value: {binding_timeout}: must be at least "
+            "1 second"
+        )
+    enabled = gates.enabled(DYNAMIC_RESOURCE_ALLOCATION)
+    # The scheduler's manager; a simulation without one (the autoscaler's, until it has DRA)
+    # sees no claims, slices or classes: a pod with claims does not fit, others Skip. (No
+    # informers are asked for here: one started late would never sync.)
+    shared = handle.shared_dra_manager() if enabled else None
+    manager = shared if shared is not None else DraManager.empty()
+    return DynamicResources(
+        handle,
+        manager,
+        enabled=enabled,
+        binding_timeout=binding_timeout,
+        filter_timeout=filter_timeout,
+    )
