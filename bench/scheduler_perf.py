@@ -60,6 +60,7 @@ import json
 import logging
 import math
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -106,12 +107,14 @@ from bench.scheduler_perf_baseline import (
     set_up_victims,
 )
 from bench.scheduler_perf_cycle import DifferentialResult, render_differential, run_differential
+from bench.scheduler_perf_dra import alloc_resource_claims, create_resource_driver
 from bench.scheduler_perf_workloads import (
     ATTEMPTED,
     RECREATE,
     RESIZE,
     THROUGHPUT,
     WORKLOAD_FILES,
+    AllocResourceClaims,
     Barrier,
     Churn,
     CreateAny,
@@ -120,6 +123,7 @@ from bench.scheduler_perf_workloads import (
     CreateNodes,
     CreatePodGroups,
     CreatePods,
+    CreateResourceDriver,
     DeletePods,
     Op,
     Skipped,
@@ -137,6 +141,7 @@ from bench.scheduler_perf_workloads import (
     load_workload_file_set,
     namespace_objects,
     node_objects,
+    pod_object,
     pod_objects,
     priority_class_name,
     priority_class_objects,
@@ -147,6 +152,7 @@ from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.client.interface import ApiClient
 from kemu.component.featuregate import (
+    DYNAMIC_RESOURCE_ALLOCATION,
     POD_OBSERVED_GENERATION_TRACKING,
     SCHEDULER_ASYNC_PREEMPTION,
     FeatureGates,
@@ -523,6 +529,7 @@ class BindTracker:
         self._pinned: set[str] = set()  # created with spec.nodeName: never scheduled
         self.scheduler_bound = 0  # expected pods seen bound that were created unbound
         self.bound_at: dict[int, list[float]] = defaultdict(list)
+        self.bound_keys: dict[int, list[str]] = defaultdict(list)  # in the order seen bound
         self.bound_in: Counter[str] = Counter()  # per namespace
         self.created_in: Counter[str] = Counter()
         # Deleted pods (preemption victims): per op, and those deleted before being bound,
@@ -570,6 +577,7 @@ class BindTracker:
             return
         self.bound_log.append((self._clock(), pod.metadata.namespace, dict(pod.metadata.labels)))
         self.bound_at[op].append(self._clock())
+        self.bound_keys[op].append(key)
         if key not in self._pinned:
             self.scheduler_bound += 1
         self.bound_in[pod.metadata.namespace] += 1
@@ -603,6 +611,12 @@ class BindTracker:
 
     async def wait_op(self, op_index: int, within: float) -> None:
         await self._wait(lambda: self.op_done(op_index), within, f"op {op_index}")
+
+    async def wait_bound(self, op_index: int, seen: int) -> None:
+        """Until more than `seen` pods of the op have been seen bound (no deadline: the
+        caller's scope bounds it)."""
+        while len(self.bound_keys[op_index]) <= seen:
+            await self._changed.wait()
 
     async def wait_seen(self, keys: Iterable[str], within: float) -> None:
         """Until the watch has shown every pod of `keys` (namespace/name) bound, or deleted."""
@@ -808,6 +822,8 @@ class Runner:
             "etcd": cluster.processes["etcd"].pid,
             "bench": os.getpid(),
         }
+        if "controllermanager" in cluster.processes:  # DRA's claim controllers
+            self.pids["controllermanager"] = cluster.processes["controllermanager"].pid
         self._tg: anyio.abc.TaskGroup | None = None
         self._background: anyio.abc.TaskGroup | None = None  # ops running on after their turn
         self._profiled: anyio.Event | None = None  # while a py-spy profile runs
@@ -915,6 +931,16 @@ class Runner:
         if isinstance(op, UpdateAny):
             await update_any(client, op)
             return
+        if isinstance(op, CreateResourceDriver):
+            await create_resource_driver(client, op, self.node_names)
+            return
+        if isinstance(op, AllocResourceClaims):
+            start = time.monotonic()
+            done = await alloc_resource_claims(client, op, self.gates, random.Random(opts.seed))
+            logger.info(
+                "op %d: %d claims allocated in %.1f s", index, done, time.monotonic() - start
+            )
+            return
         if isinstance(op, CreateNodes):
             logger.info("op %d: creating %d nodes", index, op.count)
             nodes = node_objects(op, index)
@@ -950,6 +976,9 @@ class Runner:
                 await delete_pods(client, op, victims, opts.creators)
             return
         await ensure_namespace(client, op.namespace)
+        if op.steady_state is not None:
+            await self.steady_state(client, tracker, index, op, op.steady_state)
+            return
         pods = pod_objects(op, index)
         tracker.expect(index, pods)
         self.barrier_counts.pods_created(op)
@@ -962,6 +991,78 @@ class Runner:
         if not op.skip_wait:
             await tracker.wait_op(index, opts.timeout)
             logger.info("op %d: all %d pods bound", index, op.count)
+
+    @property
+    def gates(self) -> FeatureGates:
+        """The run's feature gates at its emulated version (the control plane's)."""
+        w = self.workload
+        version = parse_emulated_version(w.emulated_version) if w.emulated_version else None
+        return FeatureGates.for_version(
+            version or DEFAULT_VERSION, dict(self.variant.feature_gates)
+        )
+
+    async def steady_state(
+        self, client: Client, tracker: BindTracker, index: int, op: CreatePods, seconds: float
+    ) -> None:
+        """upstream's createPods in steady state (scheduler_perf.go createPodsSteadily): the
+        op's `count` pods created, then for `seconds` each pod seen bound is deleted (grace 0:
+        no kubelet finishes it) and another created, so that `count` pods wait for the
+        scheduler all along; the throughput is that of the binds in the window (the measured
+        phase when the op collects metrics). The pods still pending at the end are left."""
+        r = self.result
+        serial = itertools.count()
+        pods: dict[str, types_pb2.Pod] = {}
+
+        def new_pod() -> types_pb2.Pod:
+            pod = pod_object(op, index, next(serial))
+            tracker.expect(index, [pod])
+            pods[object_key(pod)] = pod
+            return pod
+
+        async def replace_pod(pod: types_pb2.Pod) -> None:
+            with contextlib.suppress(NotFound):
+                await client.delete(
+                    types_pb2.Pod, pod.metadata.name, pod.metadata.namespace,
+                    grace_period_seconds=0,
+                )  # fmt: skip
+            await client.create(new_pod())
+
+        phase = await self.phase_start(tracker) if op.collect_metrics else None
+        first = [new_pod() for _ in range(op.count)]
+        logger.info(
+            "op %d: %d pods in steady state for %g s in %s", index, op.count, seconds, op.namespace
+        )
+        start = time.monotonic()
+        res = await run_concurrent(
+            len(first), self.opts.creators, lambda i: client.create(first[i])
+        )
+        _raise_errors(res.errors, res.first_error, "pod")
+        seen = 0
+        with anyio.move_on_after(seconds):
+            while True:
+                await tracker.wait_bound(index, seen)
+                keys = tracker.bound_keys[index][seen:]
+                seen += len(keys)
+                gone = [pods.pop(k) for k in keys]
+                tracker.expect_deletion(gone)
+                async with anyio.create_task_group() as tg:
+                    for pod in gone:
+                        tg.start_soon(replace_pod, pod)
+        end = time.monotonic()
+        self.mark(f"steady state: {op.count} pods for {seconds:g} s (op {index})", start)
+        if phase is None:
+            return
+        r.cpu_cores = phase.meter.stop()
+        times = [t for t in tracker.bound_at[index] if start <= t <= end]
+        r.measured_pods = len(times)
+        r.phase_seconds = end - start
+        r.created_to_bound = rate(len(times), r.phase_seconds)
+        r.samples = throughput_samples(times, start, end)
+        r.throughput = throughput_stats(r.samples)
+        r.cpu_ms_per_pod = cpu_ms_per_item(r.cpu_cores, phase.meter.wall, len(times))
+        r.cpu_ceiling = cpu_ceiling(r.cpu_ms_per_pod, os.cpu_count())
+        after = await self.scheduler_metrics(tracker.scheduler_bound)
+        await self.phase_figures(tracker, phase, after)
 
     async def measure(
         self,
@@ -1754,6 +1855,16 @@ def run_workload(
                 *(["--record-decisions"] if record else []),
             ],
         )
+        if needs_claim_controller(workload):
+            # upstream's mustSetupCluster runs the resourceclaim controller with DRA on (it
+            # makes the claims of the pods' ResourceClaimTemplates) beside the garbage
+            # collector (which deletes a deleted pod's claims, their owner gone).
+            cluster.start_controllermanager(
+                emulated_version=workload.emulated_version,
+                feature_gates=gates,
+                extra_args=["--controllers", ",".join(CLAIM_CONTROLLERS)],
+                cluster_cidr=None,
+            )
         runner = Runner(cluster, workload, variant, opts)
         if timelines is not None:
             runner.timeline = run_timeline(workload, variant, path, record, opts.seed)
@@ -1768,6 +1879,31 @@ def run_workload(
             summary = cluster.component("scheduler").debug("decisions")
             result.record_bytes_per_attempt = float(summary["bytesPerAttempt"])
         return result
+
+
+# upstream's names.ResourceClaimController and GarbageCollectorController
+# (cmd/kube-controller-manager/names).
+CLAIM_CONTROLLERS: Final = ("resourceclaim-controller", "garbagecollector")
+
+
+def needs_claim_controller(workload: Workload) -> bool:
+    """Whether the workload's control plane runs the resourceclaim controller: upstream's
+    does when the DynamicResourceAllocation gate is on (kemu: when the workload sets it, and
+    a pod or PodGroup of its ops names a ResourceClaimTemplate)."""
+    if not workload.feature_gates.get(DYNAMIC_RESOURCE_ALLOCATION):
+        return False
+    for op in workload.ops:
+        if isinstance(op, CreatePods):
+            pod = op.template
+            if any(c.resource_claim_template_name for c in pod.spec.resource_claims):
+                return True
+        target = op.create if isinstance(op, CreatePodGroups) else op
+        if isinstance(target, CreateAny) and target.kind.kind == "PodGroup":
+            group = target.text.objects(1, target.kind)[0]
+            assert isinstance(group, types_pb2.PodGroup)
+            if any(c.resource_claim_template_name for c in group.spec.resource_claims):
+                return True
+    return False
 
 
 def run_timeline(
@@ -1884,9 +2020,12 @@ def render(results: Sequence[Result]) -> str:
         ))  # fmt: skip
     row("api event calls", (_api_text(r.event_calls) for r in rs))
     row("pod PATCHes / measured pod", (fmt(r.pod_patches_per_pod, 2) for r in rs))
-    for name in ("scheduler", "apiserver", "etcd", "bench"):
+    measured = ["scheduler", "apiserver", "etcd", "bench"]
+    if any("controllermanager" in r.cpu_cores for r in rs):
+        measured.insert(3, "controllermanager")  # DRA's claim controllers
+    for name in measured:
         row(f"cpu {name} cores", (fmt(r.cpu_cores.get(name), 2) for r in rs))
-    for name in ("scheduler", "apiserver", "etcd", "bench"):
+    for name in measured:
         row(f"cpu {name} ms / measured pod", (fmt(r.cpu_ms_per_pod.get(name), 2) for r in rs))
     row(f"CPU ceiling on {os.cpu_count()} cpus pods/s", (fmt(r.cpu_ceiling, 1) for r in rs))
     if any(r.preemption_baseline_cpu_cores for r in rs):

@@ -7,19 +7,25 @@ getTemplateFuncs, util.go for the pod and node templates) parses each file with 
 package and the functions AddInt, SubtractInt, MultiplyInt, DivideInt, Mod, AddFloat,
 SubtractFloat, MultiplyFloat and DivideFloat; the templates of gangscheduling/, podgroup/,
 workload_preemption/ and cpg/ also use `if`/`else`/`with`/`end`, parenthesised calls, Go's
-built-in `and`, `or`, `not`, `eq`, `ne`, `lt`, `le`, `gt`, `ge`, and `{{-`/`-}}` trim markers.
+built-in `and`, `or`, `not`, `eq`, `ne`, `lt`, `le`, `gt`, `ge`, and `{{-`/`-}}` trim markers;
+dra/'s templates variables (`{{$n := or .numDevices 10}}`, `$`), `range` over an integer (Go
+1.22's range over int) or a list, with `$i :=` / `$i, $v :=`, and the functions Int, JSON and
+`mod` (as Mod).
 This module renders that subset: the data is a map, so a param the op does not give is Go's
 nil (falsy), as upstream's map[string]any. upstream executes the templates with Go's
 html/template (operations.go imports "html/template", from the commit that added
 getTemplateFuncs), whose escaper runs on every printed value in HTML text context: the value
 is HTML-escaped (`&`, `<`, `>`, `"`, `'`, `+`) and nil prints as nothing (golang/go#25875),
-where text/template would print `<no value>`. `range`, `define`, `template`, `block` and
-variables are refused with the action named.
+where text/template would print `<no value>`; JSON's text is printed as it is (upstream's
+returns it unescaped: its YAML would not parse otherwise). `define`, `template`, `block`,
+`break`, `continue` and assignments to a declared variable (`=`) are refused with the action
+named.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -94,7 +100,16 @@ FUNCS: Final[Mapping[str, Callable[[str, Sequence[object]], object]]] = {
     "DivideFloat": _fixed(2, lambda a, b: _divide(_to_float(a), _to_float(b))),
     "DivideInt": _fixed(2, lambda a, b: int(_divide(_to_float(a), _to_float(b)))),
     "Mod": _fixed(2, _mod),
+    # dra/'s templates: `(or .numRequests 1) | Int` (an integer for `range`), `... | JSON`
+    # (a param's list or map as YAML flow text), `mod` (pod-with-extended-resource-mod25.yaml).
+    "Int": _fixed(1, lambda a: int(_to_float(a))),
+    "JSON": _fixed(1, lambda a: Unescaped(json.dumps(a, separators=(",", ":")))),
+    "mod": _fixed(2, _mod),
 }
+
+
+class Unescaped(str):
+    """Text printed as it is (html/template's template.HTML): JSON's result."""
 
 
 def truth(value: object) -> bool:
@@ -204,7 +219,9 @@ _HTML_ESCAPES: Final = str.maketrans(
 
 def printed(value: object) -> str:
     """A value as an action of upstream's templates prints it: html/template's escaper over
-    fmt's text, nil as nothing."""
+    fmt's text, nil as nothing, JSON's text as it is."""
+    if isinstance(value, Unescaped):
+        return str(value)
     return "" if value is None else go_format(value).translate(_HTML_ESCAPES)
 
 
@@ -222,11 +239,15 @@ _TOKEN: Final = re.compile(
       | (?P<number>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?))
       | (?P<field>(?:\.[A-Za-z_][A-Za-z0-9_]*)+|\.)
       | (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
-      | (?P<variable>\$[A-Za-z0-9_]*)
+      | (?P<variable>\$[A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)
     )""",
     re.X,
 )
-_UNSUPPORTED: Final = ("range", "define", "template", "block", "break", "continue")
+_UNSUPPORTED: Final = ("define", "template", "block", "break", "continue")
+# `$x := pipeline` (a declaration) and `$i :=` / `$i, $v :=` after range.
+_DECLARATION: Final = re.compile(
+    r"^(\$[A-Za-z0-9_]*)(?:\s*,\s*(\$[A-Za-z0-9_]*))?\s*(:?=)(?!=)\s*(.*)$", re.S
+)
 
 
 @dataclass(frozen=True)
@@ -237,16 +258,19 @@ class _Token:
 
 Expr = tuple[
     object, ...
-]  # ("field", path) | ("lit", value) | ("call", name, args) | ("pipe", cmds)
+]  # ("field", path) | ("lit", value) | ("call", name, args) | ("pipe", cmds) | ("var", name, path)
 
 
 @dataclass
 class _Node:
-    kind: str  # text | print | if | with
+    kind: str  # text | print | if | with | range
     text: str = ""  # the text, or the action's source (for errors)
     expr: Expr = ()
     then: list[_Node] = field(default_factory=list)
     otherwise: list[_Node] = field(default_factory=list)
+    # The variables the action declares: a print's `$x :=` (nothing printed), range's
+    # element (one) or index and element (two).
+    names: tuple[str, ...] = ()
 
 
 def _tokens(source: str) -> list[_Token]:
@@ -314,7 +338,8 @@ class _ExprParser:
             text = t.text
             return ("lit", float(text) if any(c in text for c in ".eE") else int(text))
         if t.kind == "variable":
-            raise TemplateError(f"variables ({t.text}) are not supported")
+            name, *path = t.text.split(".")
+            return ("var", name, tuple(path))
         if t.text in ("true", "false"):
             return ("lit", t.text == "true")
         if t.text == "nil":
@@ -325,7 +350,19 @@ class _ExprParser:
 def _describe(expr: Expr) -> str:
     if expr[0] == "field":
         return "." + ".".join(cast(tuple[str, ...], expr[1]))
+    if expr[0] == "var":
+        return str(expr[1])
     return repr(expr[1])
+
+
+def _declaration(source: str) -> tuple[tuple[str, ...], str]:
+    """An action's declared variables and the pipeline after `:=` (none: the whole source)."""
+    m = _DECLARATION.match(source)
+    if m is None:
+        return (), source
+    if m.group(3) == "=":
+        raise TemplateError("assignment to a declared variable is not supported")
+    return tuple(n for n in (m.group(1), m.group(2)) if n), m.group(4)
 
 
 def _parse_expr(source: str) -> Expr:
@@ -371,8 +408,11 @@ def parse(text: str) -> list[_Node]:
         try:
             if word in _UNSUPPORTED:
                 raise TemplateError("not supported by kemu's renderer")
-            if word in ("if", "with"):
-                node = _Node(word, text=source, expr=_parse_expr(rest))
+            if word in ("if", "with", "range"):
+                names: tuple[str, ...] = ()
+                if word == "range":
+                    names, rest = _declaration(rest)
+                node = _Node(word, text=source, expr=_parse_expr(rest), names=names)
                 current.append(node)
                 stack.append((node, current, source))
                 current = node.then
@@ -400,7 +440,10 @@ def parse(text: str) -> list[_Node]:
                 while opened.startswith("else ") and stack:
                     _, current, opened = stack.pop()
             else:
-                current.append(_Node("print", text=source, expr=_parse_expr(source)))
+                names, pipeline = _declaration(source)
+                if len(names) > 1:
+                    raise TemplateError("too many declarations")
+                current.append(_Node("print", text=source, expr=_parse_expr(pipeline), names=names))
         except TemplateError as e:
             raise TemplateError(f"{{{{{source}}}}}: {e}") from e
     if stack:
@@ -418,13 +461,22 @@ def _parsed(text: str) -> tuple[_Node, ...]:
     return tuple(parse(text))
 
 
-def _eval(expr: Expr, dot: object, final: tuple[object, ...] = ()) -> object:
+Vars = dict[str, object]  # the variables in scope: `$` (the data) and those declared
+
+
+def _eval(expr: Expr, dot: object, env: Vars, final: tuple[object, ...] = ()) -> object:
     kind = expr[0]
     if kind == "lit":
         return expr[1]
-    if kind == "field":
-        value = dot
-        for name in cast(tuple[str, ...], expr[1]):
+    if kind in ("var", "field"):
+        if kind == "var":
+            name = str(expr[1])
+            if name not in env:
+                raise TemplateError(f"undefined variable: {name}")
+            value, path = env[name], cast(tuple[str, ...], expr[2])
+        else:
+            value, path = dot, cast(tuple[str, ...], expr[1])
+        for name in path:
             if value is None:
                 return None
             if not isinstance(value, Mapping):
@@ -434,19 +486,21 @@ def _eval(expr: Expr, dot: object, final: tuple[object, ...] = ()) -> object:
     if kind == "pipe":
         result: tuple[object, ...] = ()
         for command in cast(tuple[Expr, ...], expr[1]):
-            result = (_eval(command, dot, result),)
+            result = (_eval(command, dot, env, result),)
         return result[0]
     if kind == "ident":
-        return _call(str(expr[1]), (), dot, final)
+        return _call(str(expr[1]), (), dot, env, final)
     assert kind == "call"
-    return _call(str(expr[1]), cast(tuple[Expr, ...], expr[2]), dot, final)
+    return _call(str(expr[1]), cast(tuple[Expr, ...], expr[2]), dot, env, final)
 
 
-def _call(name: str, args: tuple[Expr, ...], dot: object, final: tuple[object, ...]) -> object:
+def _call(
+    name: str, args: tuple[Expr, ...], dot: object, env: Vars, final: tuple[object, ...]
+) -> object:
     if name in _SHORT_CIRCUIT:
         if not args and not final:
             raise TemplateError(f"wrong number of args for {name}: want at least 1 got 0")
-        values = [lambda a=a: _eval(a, dot) for a in args] + [lambda v=v: v for v in final]
+        values = [lambda a=a: _eval(a, dot, env) for a in args] + [lambda v=v: v for v in final]
         value: object = None
         for get in values:
             value = get()
@@ -457,25 +511,59 @@ def _call(name: str, args: tuple[Expr, ...], dot: object, final: tuple[object, .
     if fn is None:
         known = ", ".join([*FUNCS, "and", "or", *BUILTINS])
         raise TemplateError(f'function "{name}" not defined (known: {known})')
-    return fn(name, [*(_eval(a, dot) for a in args), *final])
+    return fn(name, [*(_eval(a, dot, env) for a in args), *final])
 
 
-def _render(nodes: Sequence[_Node], dot: object, out: list[str]) -> None:
+def _range_items(value: object) -> list[tuple[object, object]]:
+    """What `range` iterates: (index or key, element) of an integer (Go 1.22: 0..n-1), a list
+    or a map (sorted keys, as Go's); nil iterates nothing."""
+    if value is None:
+        return []
+    if isinstance(value, bool):
+        raise TemplateError("range can't iterate over a bool")
+    if isinstance(value, int):
+        return [(i, i) for i in range(value)]
+    if isinstance(value, list | tuple):
+        return list(enumerate(value))
+    if isinstance(value, Mapping):
+        return [(k, value[k]) for k in sorted(value)]
+    raise TemplateError(f"range can't iterate over {_show(value)}")
+
+
+def _render(nodes: Sequence[_Node], dot: object, out: list[str], env: Vars) -> None:
+    """Renders `nodes`; a variable declared here lives until the end of the enclosing block
+    (`env` is that block's own copy)."""
     for node in nodes:
         if node.kind == "text":
             out.append(node.text)
             continue
         try:
-            value = _eval(node.expr, dot)
+            value = _eval(node.expr, dot, env)
         except TemplateError as e:
             raise TemplateError(f"{{{{{node.text}}}}}: {e}") from e
         if node.kind == "print":
-            out.append(printed(value))
-        else:
-            if truth(value):
-                _render(node.then, value if node.kind == "with" else dot, out)
+            if node.names:
+                env[node.names[0]] = value
             else:
-                _render(node.otherwise, dot, out)
+                out.append(printed(value))
+        elif node.kind == "range":
+            try:
+                items = _range_items(value)
+            except TemplateError as e:
+                raise TemplateError(f"{{{{{node.text}}}}}: {e}") from e
+            if not items:
+                _render(node.otherwise, dot, out, dict(env))
+            for index, element in items:
+                inner = dict(env)
+                if len(node.names) == 1:
+                    inner[node.names[0]] = element
+                elif len(node.names) == 2:
+                    inner[node.names[0]], inner[node.names[1]] = index, element
+                _render(node.then, element, out, inner)
+        elif truth(value):
+            _render(node.then, value if node.kind == "with" else dot, out, dict(env))
+        else:
+            _render(node.otherwise, dot, out, dict(env))
 
 
 def render(text: str, env: Mapping[str, object]) -> str:
@@ -483,5 +571,5 @@ def render(text: str, env: Mapping[str, object]) -> str:
     with Index and Count); TemplateError names the failing action."""
     tree = _parsed(text)
     out: list[str] = []
-    _render(tree, env, out)
+    _render(tree, env, out, {"$": env})
     return "".join(out)

@@ -21,6 +21,7 @@ from google.protobuf.message import Message
 from bench import scheduler_perf_template as gotemplate
 from kemu.api.v1 import types_pb2
 from kemu.component.featuregate import (
+    DRA_EXTENDED_RESOURCE,
     FeatureGateError,
     FeatureGates,
     gate_modelled,
@@ -148,6 +149,10 @@ class CreatePods:
     priority: int | None = None
     text: TemplateText | None = None  # when the template file has actions: rendered per pod
     volumes: PodVolumes | None = None
+    # upstream's steadyState: `count` pods kept in flight for this many seconds (each pod
+    # deleted once bound and another created), the throughput measured meanwhile; None: the
+    # pods are created at once and waited for.
+    steady_state: float | None = None
 
 
 SCHEDULED: Final = "Scheduled"
@@ -262,6 +267,29 @@ class CreateCompositePodGroups:
     create: CreateAny
 
 
+@dataclass(frozen=True)
+class CreateResourceDriver:
+    """upstream's createResourceDriver (test/integration/scheduler_perf/dra.go, until the
+    1.37 files create their slices with createAny): for every node whose name matches the
+    glob `nodes` (Go's filepath.Match), one ResourceSlice named after the node, of driver
+    `driver_name`, pool = the node (resourceSliceCount 1), with `max_claims_per_node` devices
+    instance-<i> (see bench.scheduler_perf_dra.driver_slice)."""
+
+    driver_name: str
+    nodes: str
+    max_claims_per_node: int
+
+
+@dataclass(frozen=True)
+class AllocResourceClaims:
+    """upstream's allocResourceClaims (dra.go): every unallocated ResourceClaim of
+    `namespace` (all namespaces when empty) allocated directly with the structured allocator
+    on a node picked at random among those that fit, the allocation written to its status
+    (no reservedFor), one claim after the other."""
+
+    namespace: str = ""
+
+
 RESIZE: Final = "resize"
 STATUS: Final = "status"
 UPDATE_SUBRESOURCES: Final = (RESIZE, STATUS)
@@ -297,6 +325,8 @@ Op = (
     | CreatePodGroups
     | CreateCompositePodGroups
     | UpdateAny
+    | CreateResourceDriver
+    | AllocResourceClaims
 )
 
 
@@ -460,6 +490,10 @@ _CREATE_PODS_FIELDS: Final = frozenset(
         "persistentVolumeTemplatePath",
         "persistentVolumeClaimTemplatePath",
         "countMultiplierParam",
+        "steadyState",
+        "steadyStateParam",
+        "duration",
+        "durationParam",
     }
 )
 _CREATE_ANY_FIELDS: Final = frozenset(
@@ -493,19 +527,19 @@ _OP_FIELDS: Final[dict[str, frozenset[str]]] = {
         {"opcode", "namespace", "templatePath", "count", "countParam", "updatePerSecond",
          "subresources"}
     ),
+    "createResourceDriver": frozenset(
+        {"opcode", "driverName", "nodes", "maxClaimsPerNode", "maxClaimsPerNodeParam"}
+    ),
+    "allocResourceClaims": frozenset({"opcode", "namespace"}),
 }  # fmt: skip
 # upstream's opcodes and fields kemu does not run: a workload using one is skipped with the
 # reason, not refused.
 _NOT_MODELLED_OPCODES: Final[Mapping[str, str]] = {
-    "createResourceClaims": "DRA is not modelled",
-    "createResourceDriver": "DRA is not modelled",
-    "allocResourceClaims": "DRA is not modelled",
+    "createResourceClaims": "not run by kemu (no upstream file of 1.33+ uses it)",
+    "updateDeviceConditions": "the binding-condition workloads' op is not modelled",
+    "checkPodScheduled": "the binding-condition workloads' op is not modelled",
 }
 _NOT_MODELLED_FIELDS: Final[Mapping[str, str]] = {
-    "steadyState": "the steady-state mode of createPods is not modelled",
-    "steadyStateParam": "the steady-state mode of createPods is not modelled",
-    "duration": "the steady-state mode of createPods is not modelled",
-    "durationParam": "the steady-state mode of createPods is not modelled",
     "signatureBatchSize": "opportunistic batching signatures are not modelled",
     "signatureBatchSizeParam": "opportunistic batching signatures are not modelled",
     "uniqueNodeLabelStrategy": "uniqueNodeLabelStrategy is not modelled",
@@ -779,12 +813,7 @@ def _parse_workload(
     params = _params(w_map.get("params", {}), f"{w_where}.params")
     threshold: float | None = None
     if "threshold" in w_map:
-        value = w_map["threshold"]
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-            raise WorkloadError(
-                f"{w_where}.threshold: expected a non-negative number, got {value!r}"
-            )
-        threshold = float(value)
+        threshold = workload_threshold(w_map["threshold"], f"{w_where}.threshold", base_dir)
     selector = threshold_selector(case_map, w_map, where, w_where)
     # The ops first: a workload kemu cannot run at any version (an op not modelled) is
     # skipped for that, not refused for its gates.
@@ -801,6 +830,29 @@ def _parse_workload(
         metrics=_metrics_config(case_map, where),
         **cluster,
     )
+
+
+def threshold_topic(base_dir: Path | None) -> str:
+    """The topic a file's per-topic thresholds are read for: its directory's name (upstream's
+    BenchmarkPerfScheduling names it; dra/'s is "dra" for the default allocator)."""
+    return base_dir.name if base_dir is not None else ""
+
+
+def workload_threshold(value: object, where: str, base_dir: Path | None) -> float:
+    """A workload's threshold: a number, or (upstream's newer files, e.g. dra/'s
+    `threshold: {dra: 56}`) one per benchmark topic, of which kemu reads the file's
+    (threshold_topic)."""
+    if isinstance(value, dict):
+        topic = threshold_topic(base_dir)
+        if topic not in value:
+            keys = ", ".join(sorted(map(str, value))) or "none"
+            raise WorkloadError(
+                f"{where}: no threshold for topic {topic!r} (the file's directory); has {keys}"
+            )
+        return workload_threshold(value[topic], f"{where}.{topic}", base_dir)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise WorkloadError(f"{where}: expected a non-negative number, got {value!r}")
+    return float(value)
 
 
 def threshold_selector(
@@ -1018,6 +1070,15 @@ def _parse_op(
         return [CreateCompositePodGroups(create)]
     if opcode == "updateAny":
         return [_update_any(raw, where, params, workload, base_dir)]
+    if opcode == "allocResourceClaims":
+        namespace = raw.get("namespace", "")
+        if not isinstance(namespace, str):
+            raise WorkloadError(
+                f"{where}.namespace: expected a string, got {_type_name(namespace)}"
+            )
+        return [AllocResourceClaims(namespace)]
+    if opcode == "createResourceDriver":
+        return [_create_resource_driver(raw, where, params, workload)]
     count = _count(raw, where, params, workload)
     if opcode == "waitForPodGroups":
         return [WaitForPodGroups(_string(raw, "namespace", where), count)]
@@ -1046,6 +1107,51 @@ def _parse_op(
             replace(pods, namespace=f"{prefix}-{i}") for i in range(count)
         ]  # fmt: skip
     return [_create_pods(raw, where, index, params, workload, default_pod, base_dir)]
+
+
+def _create_resource_driver(
+    raw: Mapping[str, object], where: str, params: Mapping[str, object], workload: str
+) -> CreateResourceDriver:
+    """upstream's createResourceDriverOp: driverName and nodes required ("DriverName must be
+    set", "Nodes must be set"), maxClaimsPerNode or maxClaimsPerNodeParam."""
+    driver = _string(raw, "driverName", where)
+    nodes = _string(raw, "nodes", where)
+    _glob_check(nodes, f"{where}.nodes")
+    if "maxClaimsPerNode" in raw and "maxClaimsPerNodeParam" in raw:
+        raise WorkloadError(
+            f"{where}.maxClaimsPerNodeParam: give maxClaimsPerNode or maxClaimsPerNodeParam, "
+            "not both"
+        )
+    if "maxClaimsPerNodeParam" in raw:
+        per_node = _count(raw, where, params, workload, "maxClaimsPerNodeParam")
+    else:
+        value = raw.get("maxClaimsPerNode")
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise WorkloadError(
+                f"{where}.maxClaimsPerNode: expected a non-negative integer (or "
+                f"maxClaimsPerNodeParam), got {value!r}"
+            )
+        per_node = value
+    return CreateResourceDriver(driver, nodes, per_node)
+
+
+def _glob_check(pattern: str, where: str) -> None:
+    """Go's filepath.Match refuses a malformed pattern (ErrBadPattern): an unclosed `[`."""
+    depth = 0
+    escaped = False
+    for c in pattern:
+        if escaped:
+            escaped = False
+        elif c == "\\":
+            escaped = True
+        elif c == "[":
+            if depth:
+                raise WorkloadError(f"{where}: {pattern!r}: syntax error in pattern")
+            depth = 1
+        elif c == "]":
+            depth = 0
+    if depth or escaped:
+        raise WorkloadError(f"{where}: {pattern!r}: syntax error in pattern")
 
 
 def _op_mapping(raw: object, where: str, allowed: frozenset[str]) -> dict[str, object]:
@@ -1215,6 +1321,12 @@ def _create_pods(
             f"{where}.skipWaitToCompletion: the op that collects metrics waits for its pods"
         )
     priority = _priority(raw, pod, where)
+    steady = _steady_state(raw, where, params, workload)
+    if steady is not None and skip:
+        raise WorkloadError(
+            f"{where}.skipWaitToCompletion: skipWaitToCompletion and steadyState cannot be "
+            "true at the same time"
+        )
     return CreatePods(
         count,
         pod,
@@ -1224,7 +1336,61 @@ def _create_pods(
         priority=priority,
         text=text,
         volumes=_pod_volumes(raw, where, base_dir),
+        steady_state=steady,
     )
+
+
+def _steady_state(
+    raw: Mapping[str, object], where: str, params: Mapping[str, object], workload: str
+) -> float | None:
+    """upstream's steadyState (or steadyStateParam, a boolean param) and duration (or
+    durationParam, a param such as "10s"): the duration in seconds when steady, else None
+    ("when creating pods in a steady state, the test duration must be > 0")."""
+    steady = _param_or_field(raw, "steadyState", where, params, workload, bool)
+    if not steady:
+        return None
+    text = _param_or_field(raw, "duration", where, params, workload, str)
+    if not isinstance(text, str):
+        raise WorkloadError(
+            f"{where}.duration: when creating pods in a steady state, the test duration must be > 0"
+        )
+    try:
+        seconds = parse_duration(text)
+    except DurationError as e:
+        raise WorkloadError(f"{where}.duration: {e}") from e
+    if seconds <= 0:
+        raise WorkloadError(
+            f"{where}.duration: when creating pods in a steady state, the test duration must be > 0"
+        )
+    return seconds
+
+
+def _param_or_field(
+    raw: Mapping[str, object],
+    key: str,
+    where: str,
+    params: Mapping[str, object],
+    workload: str,
+    kind: type[_T],
+) -> _T | None:
+    """An op's `key`, or the workload param its `keyParam` ($name) names, of type `kind`."""
+    ref_key = key + "Param"
+    if key in raw and ref_key in raw:
+        raise WorkloadError(f"{where}.{ref_key}: give {key} or {ref_key}, not both")
+    if ref_key in raw:
+        ref = raw[ref_key]
+        if not isinstance(ref, str) or not ref.startswith("$") or len(ref) < 2:
+            raise WorkloadError(f"{where}.{ref_key}: expected $name, got {ref!r}")
+        if ref[1:] not in params:
+            raise WorkloadError(f"{where}.{ref_key}: workload {workload} has no param {ref[1:]!r}")
+        value, field_where = params[ref[1:]], f"{where}.{ref_key} (param {ref[1:]!r})"
+    elif key in raw:
+        value, field_where = raw[key], f"{where}.{key}"
+    else:
+        return None
+    if not isinstance(value, kind):
+        raise WorkloadError(f"{field_where}: expected a {kind.__name__}, got {value!r}")
+    return value
 
 
 def _any_template(
@@ -1257,7 +1423,18 @@ def _any_template(
         )
     if not namespace and kind.namespaced:
         raise WorkloadError(f"{where}.namespace: required, {kind.kind} is namespaced")
-    object_message(kind, first, t_where)  # object 0 decodes: the file is right
+    obj = object_message(kind, first, t_where)  # object 0 decodes: the file is right
+    if (
+        isinstance(obj, types_pb2.DeviceClass)
+        and obj.spec.extended_resource_name
+        and not gate_modelled(DRA_EXTENDED_RESOURCE)
+    ):
+        # dra/extendedresource/: pods asking example.com/gpu-<i> would never fit (kemu's
+        # scheduler reads no class's extendedResourceName): skipped, not run to its timeout.
+        raise NotModelled(
+            f"{t_where}: spec.extendedResourceName: extended resources backed by DRA "
+            f"({DRA_EXTENDED_RESOURCE}) are not modelled by kemu's scheduler"
+        )
     return namespace, text, kind
 
 
@@ -1378,9 +1555,15 @@ def _template_params(
     out: dict[str, object] = {}
     for key, v in value.items():
         if isinstance(v, str) and v.startswith("$"):
-            if v[1:] not in params:
-                raise WorkloadError(f"{where}.templateParams.{key}: no param {v[1:]!r}")
-            v = params[v[1:]]
+            # `$name|default` (dra/listattributes): the default when the workload has no
+            # such param, read as a YAML scalar (`$constraints|`: nil).
+            name, bar, default = v[1:].partition("|")
+            if name in params:
+                v = params[name]
+            elif bar:
+                v = yaml.safe_load(default) if default else None
+            else:
+                raise WorkloadError(f"{where}.templateParams.{key}: no param {name!r}")
         out[str(key)] = v
     return out
 
@@ -1641,9 +1824,12 @@ def _params(raw: object, where: str) -> dict[str, object]:
         raise WorkloadError(f"{where}: expected a mapping, got {_type_name(raw)}")
     out: dict[str, object] = {}
     for key, value in raw.items():
-        if not isinstance(value, str | int | float | bool) and value is not None:
+        # upstream's params are a map[string]any: dra/listattributes gives a list of
+        # constraints, passed to a template's JSON.
+        if not isinstance(value, str | int | float | bool | list | dict) and value is not None:
             raise WorkloadError(
-                f"{where}.{key}: expected a number or a string, got {_type_name(value)}"
+                f"{where}.{key}: expected a number, a string, a list or a mapping, got "
+                f"{_type_name(value)}"
             )
         out[str(key)] = value
     return out
@@ -1851,34 +2037,36 @@ def namespace_objects(op: CreateNamespaces) -> list[types_pb2.Namespace]:
 
 def pod_objects(op: CreatePods, op_index: int) -> list[types_pb2.Pod]:
     """The pods of a createPods op: named <generateName><op>-<i> in the op's namespace."""
+    return [pod_object(op, op_index, i) for i in range(op.count)]
+
+
+def pod_object(op: CreatePods, op_index: int, i: int) -> types_pb2.Pod:
+    """Pod `i` of a createPods op (in steady state, i grows past the op's count)."""
     prefix = op.template.metadata.generate_name or op.template.metadata.name or "pod-"
     if op.text is not None:
         prefix = op.template.metadata.generate_name or "pod-"
-    out = []
-    for i in range(op.count):
-        pod = types_pb2.Pod()
-        if op.text is not None:
-            rendered = _message(kinds.BY_KIND["Pod"], op.text.render(i, op.count), op.text.where)
-            assert isinstance(rendered, types_pb2.Pod)
-            pod.CopyFrom(rendered)
-        else:
-            pod.CopyFrom(op.template)
-        # A template rendered per pod may name each pod itself ({{.Index}}), as upstream's.
-        name = pod.metadata.name if op.text is not None else ""
-        pod.metadata.generate_name = ""
-        pod.metadata.name = name or f"{prefix}{op_index}-{i}"
-        pod.metadata.namespace = op.namespace
-        if op.priority is not None:
-            pod.spec.ClearField("priority")
-            pod.spec.priority_class_name = priority_class_name(op.priority)
-        if op.volumes is not None:
-            # upstream replaces the template's volumes with the one claim.
-            del pod.spec.volumes[:]
-            pod.spec.volumes.add(
-                name="vol",
-                persistent_volume_claim=types_pb2.PersistentVolumeClaimVolumeSource(
-                    claim_name=f"pvc-{i}"
-                ),
-            )
-        out.append(pod)
-    return out
+    pod = types_pb2.Pod()
+    if op.text is not None:
+        rendered = _message(kinds.BY_KIND["Pod"], op.text.render(i, op.count), op.text.where)
+        assert isinstance(rendered, types_pb2.Pod)
+        pod.CopyFrom(rendered)
+    else:
+        pod.CopyFrom(op.template)
+    # A template rendered per pod may name each pod itself ({{.Index}}), as upstream's.
+    name = pod.metadata.name if op.text is not None else ""
+    pod.metadata.generate_name = ""
+    pod.metadata.name = name or f"{prefix}{op_index}-{i}"
+    pod.metadata.namespace = op.namespace
+    if op.priority is not None:
+        pod.spec.ClearField("priority")
+        pod.spec.priority_class_name = priority_class_name(op.priority)
+    if op.volumes is not None:
+        # upstream replaces the template's volumes with the one claim.
+        del pod.spec.volumes[:]
+        pod.spec.volumes.add(
+            name="vol",
+            persistent_volume_claim=types_pb2.PersistentVolumeClaimVolumeSource(
+                claim_name=f"pvc-{i}"
+            ),
+        )
+    return pod

@@ -1,12 +1,13 @@
 """Upstream's scheduler_perf thresholds on this machine (issue #36): every workload of
-upstream's misc/, default_preemption/, affinity/, gangscheduling/ and podgroup/tas/ performance-config files
+upstream's misc/, default_preemption/, affinity/, gangscheduling/, podgroup/tas/, dra/ and
+dra/extendedresource/ performance-config files
 that carries a `threshold`, each run at the newest emulated version that accepts its settings,
 through `python -m bench scheduler_perf`, and one table of the results. A threshold is on the
 data item its thresholdMetricSelector names: by default SchedulingThroughput's average
 (pods/s, over it), for gangscheduling/ the pod-group attempt duration's average (ms, under
 it: expectLower; issue #55).
 
-    python -m bench thresholds [--k8s DIR] [--files misc,default_preemption,affinity,gangscheduling,podgroup/tas]
+    python -m bench thresholds [--k8s DIR] [--files misc,default_preemption,affinity,gangscheduling,podgroup/tas,dra,dra/extendedresource]
         [--workload NAME ...] [--list] [--json FILE] [--timeout SECONDS]
 
 `--k8s` is a kubernetes/kubernetes checkout (default: $KEMU_K8S_CHECKOUT, else
@@ -44,10 +45,22 @@ from bench.scheduler_perf_workloads import (
     WorkloadError,
     load_workload_file,
     threshold_selector,
+    workload_threshold,
 )
 from kemu.component.version import MAX_VERSION, MIN_VERSION, Version
 
-FILES: Final = ("misc", "default_preemption", "affinity", "gangscheduling", "podgroup/tas")
+FILES: Final = (
+    "misc",
+    "default_preemption",
+    "affinity",
+    "gangscheduling",
+    "podgroup/tas",
+    "dra",
+    "dra/extendedresource",
+)
+# Default files a checkout may predate (gangscheduling/ is 1.36's; dra/ the stand-in's own
+# addition): left out of the default set when absent.
+OPTIONAL_FILES: Final = ("gangscheduling", "dra", "dra/extendedresource")
 CHECKOUT_ENV: Final = "KEMU_K8S_CHECKOUT"
 DEFAULT_CHECKOUT: Final = "/work/k8s/kubernetes"
 SCHEDULER_PERF_DIR: Final = Path("test/integration/scheduler_perf")
@@ -132,13 +145,16 @@ def thresholded(path: Path) -> dict[str, tuple[float, object, ThresholdSelector]
         if not isinstance(case, dict):
             continue
         for w in case.get("workloads") or []:
-            if isinstance(w, dict) and isinstance(w.get("threshold"), int | float):
-                try:
-                    selector = threshold_selector(case, w)
-                except WorkloadError:
-                    selector = ThresholdSelector()  # the plan gives the reason it runs nowhere
-                name = f"{case.get('name')}/{w.get('name')}"
-                out[name] = (float(w["threshold"]), case, selector)
+            if not isinstance(w, dict) or "threshold" not in w:
+                continue
+            name = f"{case.get('name')}/{w.get('name')}"
+            # a number, or one per topic (dra/'s `threshold: {dra: 56}`): the file's
+            value = workload_threshold(w["threshold"], f"{name}.threshold", path.parent)
+            try:
+                selector = threshold_selector(case, w)
+            except WorkloadError:
+                selector = ThresholdSelector()  # the plan gives the reason it runs nowhere
+            out[name] = (value, case, selector)
     return out
 
 
@@ -301,7 +317,8 @@ def main(
     paths = [config_path(Path(args.k8s), n) for n in names]
     if args.files == ",".join(FILES):
         # The default files a checkout predates (gangscheduling/ is 1.36's) are left out.
-        for absent in [x for x in paths if not x.is_file() and x.parent.name == "gangscheduling"]:
+        optional = {config_path(Path(args.k8s), n) for n in OPTIONAL_FILES}
+        for absent in [x for x in paths if not x.is_file() and x in optional]:
             print(f"bench thresholds: no {absent}: left out", file=sys.stderr)
             paths.remove(absent)
     missing = [str(p) for p in paths if not p.is_file()]

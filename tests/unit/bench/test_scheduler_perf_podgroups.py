@@ -90,7 +90,10 @@ def test_go_template_values_print_as_upstreams_html_template_prints_them() -> No
     [
         ("{{if .x}}a", "{{if .x}}: unexpected EOF (no end)"),
         ("{{end}}", "{{end}}: unexpected end"),
-        ("{{range .x}}{{end}}", "{{range .x}}: not supported by kemu's renderer"),
+        ('{{define "x"}}{{end}}', '{{define "x"}}: not supported by kemu\'s renderer'),
+        ("{{$x = 1}}", "assignment to a declared variable is not supported"),
+        ("{{$y}}", "undefined variable"),
+        ("{{range true}}{{end}}", "range can't iterate over a bool"),
         ("{{Pow 2 3}}", '{{Pow 2 3}}: function "Pow" not defined'),
         ("{{DivideInt .Index .podsPerGroup}}", "cannot cast <nil> to float64"),
         ("{{eq .x 1}}", "error calling eq: invalid type for comparison"),

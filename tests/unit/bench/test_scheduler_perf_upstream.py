@@ -234,7 +234,7 @@ MIXED = """
   workloads:
   - {name: a, threshold: 35, featureGates: {SchedulerPopFromBackoffQ: true, SchedulerAsyncAPICalls: true}}
   - {name: locked, featureGates: {NodeDeclaredFeatures: false}}
-  - {name: bad, params: {x: [-1]}}
+  - {name: bad, params: [-1]}
 - name: Dra
   workloadTemplate:
   - {opcode: createResourceClaims, templatePath: t.yaml}
@@ -275,7 +275,7 @@ def test_one_bad_test_case_does_not_refuse_the_others() -> None:
         "Good/locked",
         "Good/bad",
         "Dra",
-        "SteadyState",
+        "SteadyState/a",
         "OtherMetric",
         "Broken",
     }
@@ -287,15 +287,19 @@ def test_one_bad_test_case_does_not_refuse_the_others() -> None:
         "every gate setting of the workload is valid at emulated version 1.36: "
         "run with --emulated-version 1.36"
     )
-    assert by_name["Good/bad"].refused and "workloads[2].params.x" in by_name["Good/bad"].reason
+    assert by_name["Good/bad"].refused and "workloads[2].params: expected a mapping" in (
+        by_name["Good/bad"].reason
+    )
     # Not modelled: skipped with the reason, named at the test case when every workload is.
     assert by_name["Dra"] == Skipped(
         "Dra",
-        "[1] Dra.workloadTemplate[0].opcode: createResourceClaims: DRA is not modelled",
+        "[1] Dra.workloadTemplate[0].opcode: createResourceClaims: not run by kemu (no "
+        "upstream file of 1.33+ uses it)",
     )
-    assert not by_name["SteadyState"].refused
-    assert "steadyState: the steady-state mode of createPods is not modelled" in (
-        by_name["SteadyState"].reason
+    # upstream's createPodsOp.isValid: a steady state needs a duration.
+    assert by_name["SteadyState/a"].refused
+    assert "duration: when creating pods in a steady state, the test duration must be > 0" in (
+        by_name["SteadyState/a"].reason
     )
     assert not by_name["OtherMetric"].refused
     assert "thresholdMetricSelector" in by_name["OtherMetric"].reason
@@ -309,7 +313,7 @@ def test_strict_parsing_refuses_the_first_bad_one() -> None:
         parse_workloads(yaml.safe_load(MIXED))
     with pytest.raises(NotModelled, match="createResourceClaims"):
         parse_workloads(yaml.safe_load(MIXED.split("- name: Volumes")[0].replace(
-            "  - {name: locked, featureGates: {NodeDeclaredFeatures: false}}\n  - {name: bad, params: {x: [-1]}}\n", ""
+            "  - {name: locked, featureGates: {NodeDeclaredFeatures: false}}\n  - {name: bad, params: [-1]}\n", ""
         )))  # fmt: skip
 
 

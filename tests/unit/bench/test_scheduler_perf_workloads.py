@@ -265,7 +265,10 @@ def test_the_shipped_ops_file_exercises_every_op_and_field() -> None:
         "CreateAny",
         "CreatePodGroups",
         "UpdateAny",
+        "CreateResourceDriver",
+        "AllocResourceClaims",
     }
+    assert any(isinstance(op, CreatePods) and op.steady_state for op in ops)
     churns = [op for op in ops if isinstance(op, Churn)]
     assert {c.mode for c in churns} == {"create", "recreate"}
     assert {type(t).__name__ for c in churns for t in c.templates} == {"Node", "Pod", "Service"}
@@ -316,6 +319,7 @@ def test_every_test_case_has_a_quick_workload_and_the_labels_select_kemus_cases(
     cases = {w.test_case for w in ws}
     assert cases == quick
     assert {w.test_case for w in select_workloads(ws, [], "gang")} == {"GangsOfThree"}
+    assert {w.test_case for w in select_workloads(ws, [], "dra")} == {"DRAClaimTemplates"}
     assert {w.full_name for w in select_workloads(ws, [], "performance")} == {
         "SchedulingBasic/500Nodes",
         "SchedulingBasic/5000Nodes",
@@ -326,7 +330,7 @@ def test_every_test_case_has_a_quick_workload_and_the_labels_select_kemus_cases(
         "NodeAffinityTwoZones",
         "TenantsBySelector",
     }
-    assert len(select_workloads(ws, [], "misc")) == 6
+    assert len(select_workloads(ws, [], "misc")) == 7
     for label in ("preemption", "kep1923", "kep5278"):
         assert select_workloads(ws, [], label)
 
