@@ -65,6 +65,7 @@ from kemu.scheduling.dra.allocator import (
     AllocationError,
     Allocator,
     Features,
+    FitVerdict,
     new_cel_cache,
 )
 from kemu.scheduling.dra.pools import FailedAllocationOnNode
@@ -147,6 +148,9 @@ class _State:
     allocator: Allocator | None = None
     unavailable: set[int] = field(default_factory=set)
     node_allocations: dict[str, list[types_pb2.AllocationResult]] = field(default_factory=dict)
+    # Nodes the allocator's fit check passed (FitVerdict.FITS): their allocation is computed
+    # in Reserve, for the chosen node only (the same result Filter's run would have given).
+    fitting_nodes: dict[str, types_pb2.Node] = field(default_factory=dict)
     # Reserve's allocations (claim index -> result), published by PreBind.
     allocations: dict[int, types_pb2.AllocationResult] = field(default_factory=dict)
 
@@ -380,6 +384,14 @@ class DynamicResources(
             elif self.binding_conditions and self._binding_gone_wrong(claim, now):
                 unavailable.append(i)
         if s.to_allocate and s.allocator is not None and not unavailable:
+            # kemu: the allocator's cheap check first (Allocator.fit_verdict; upstream runs the
+            # search on every node): the same verdict, the search only where it cannot tell.
+            verdict = s.allocator.fit_verdict(n)
+            if verdict is FitVerdict.NO_FIT:
+                return unresolvable(MSG_CANNOT_ALLOCATE)
+            if verdict is FitVerdict.FITS:
+                s.fitting_nodes[node.name] = n
+                return SUCCESS
             started = self.handle.clock.monotonic()
             try:
                 results = s.allocator.allocate(n)
@@ -498,6 +510,14 @@ class DynamicResources(
         if not isinstance(s, _State) or not s.to_allocate:
             return SUCCESS
         results = s.node_allocations.get(node_name)
+        fitting = s.fitting_nodes.get(node_name)
+        if results is None and fitting is not None and s.allocator is not None:
+            try:
+                results = s.allocator.allocate(fitting)
+            except AllocationError as e:
+                return as_error(e)
+            if results is not None:
+                s.node_allocations[node_name] = results
         if results is None:
             return as_error("claim allocation not found for node")
         if len(results) != len(s.to_allocate):
