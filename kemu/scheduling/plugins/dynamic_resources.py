@@ -61,7 +61,6 @@ from kemu.machinery.resourceclaim import (
     pod_claim_name,
 )
 from kemu.scheduling.dra.allocator import (
-    AllocatedState,
     AllocationError,
     Allocator,
     Features,
@@ -322,9 +321,8 @@ class DynamicResources(
                     return None, unresolvable(missing)
             s.to_allocate.append(i)
         if s.to_allocate:
-            allocated = AllocatedState.from_claims(
-                self.manager.allocated_claims(),
-                consumable_capacity=self.features.consumable_capacity,
+            allocated = self.manager.allocated_state(
+                consumable_capacity=self.features.consumable_capacity
             )
             slices = self.manager.slices_list()
             if self.features.device_taints:
