@@ -194,6 +194,24 @@ _UNKNOWN: Final = 3
 MAX_FIT_ENTRIES: Final = 200_000
 
 
+# fit_verdict's entry of a node for a request: devices selectable, surely taken, unknown;
+# whether every slice of the node is node-local.
+_FitEntry = tuple[frozenset[DeviceID], frozenset[DeviceID], frozenset[DeviceID], bool]
+# What a request's fit entries depend on besides the node and the features: the class's
+# selectors, the request's, whether it asks for capacity; the features.
+_FitKey = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], bool, "Features"]
+
+
+def _fit_key(p: _Prepared, features: Features) -> _FitKey:
+    return (
+        p.class_exprs,
+        p.request.exprs,
+        tuple(sel.cel.expression for sel in p.device_class.spec.selectors),
+        p.request.capacity is not None,
+        features,
+    )
+
+
 class _Key(NamedTuple):
     claim: int
     request: int
@@ -462,7 +480,9 @@ class Allocator:
         # nothing it depends on changes while this Allocator lives).
         self._available_counters: dict[tuple[str, str], dict[str, dict[str, Quantity]]] = {}
         self._prepared: list[_PreparedClaim] | None = None
-        self._fit_shape_memo: tuple[tuple[_Prepared, ...], bool] | tuple[()] | None = None
+        self._fit_shape_memo: (
+            tuple[tuple[tuple[_Prepared, _FitKey], ...], bool] | tuple[()] | None
+        ) = None
         self.allocate_one_calls = 0
 
     def prepared(self) -> list[_PreparedClaim]:
@@ -504,40 +524,32 @@ class Allocator:
         except AllocationError:
             return FitVerdict.UNDECIDED
         allocated = self.allocated.allocated_devices
-        counts: list[tuple[int, int, int, bool]] = []  # (wanted, free, sure, all local)
-        for p in requests:
-            entry = self._fit_entry(name, pools, p)
+        fits = single
+        for p, key in requests:
+            entry = self._fit_entry(name, pools, p, key)
             if entry is None:
                 return FitVerdict.UNDECIDED
-            devices, all_local = entry
-            free = sure = 0
-            for device_id, verdict in devices:
-                if verdict == _NOT_SELECTABLE or device_id in allocated:
-                    continue
-                if verdict == _UNKNOWN:
-                    return FitVerdict.UNDECIDED  # the search could end in an error
-                free += 1
-                if verdict == _SURE:
-                    sure += 1
-            counts.append((p.request.count, free, sure, all_local))
-        if any(free < wanted for wanted, free, _, _ in counts):
-            return FitVerdict.NO_FIT
-        if single and all(local and sure >= wanted for wanted, _, sure, local in counts):
-            return FitVerdict.FITS
-        return FitVerdict.UNDECIDED
+            selectable, sure, unknown, all_local = entry
+            if unknown and not unknown <= allocated:
+                return FitVerdict.UNDECIDED  # the search could end in an error
+            wanted = p.request.count
+            if len(selectable) - len(selectable & allocated) < wanted:
+                return FitVerdict.NO_FIT  # later requests are never reached
+            fits = fits and all_local and len(sure) - len(sure & allocated) >= wanted
+        return FitVerdict.FITS if fits else FitVerdict.UNDECIDED
 
-    def _fit_shape(self) -> tuple[tuple[_Prepared, ...], bool] | None:
+    def _fit_shape(self) -> tuple[tuple[tuple[_Prepared, _FitKey], ...], bool] | None:
         """The requests when every claim's are of the shape fit_verdict decides, with whether
         it may say FITS (one request, no constraints); None otherwise."""
         if self._fit_shape_memo is not None:
             return self._fit_shape_memo or None
-        shape: tuple[tuple[_Prepared, ...], bool] | None = None
+        shape: tuple[tuple[tuple[_Prepared, _FitKey], ...], bool] | None = None
         try:
             prepared = self.prepared()
         except AllocationError:
             prepared = []
         else:
-            requests: list[_Prepared] = []
+            requests: list[tuple[_Prepared, _FitKey]] = []
             constraints = False
             simple = True
             for pc in prepared:
@@ -548,7 +560,7 @@ class Allocator:
                     if p.parent is not None or r.mode != MODE_EXACT_COUNT or r.admin_access:
                         simple = False
                     total += r.count
-                    requests.append(p)
+                    requests.append((p, _fit_key(p, self.features)))
                 if total > ALLOCATION_RESULTS_MAX_SIZE:
                     simple = False  # _check_claim's error
             if simple and requests:
@@ -557,28 +569,22 @@ class Allocator:
         return shape
 
     def _fit_entry(
-        self, name: str, pools: list[Pool], p: _Prepared
-    ) -> tuple[tuple[tuple[DeviceID, int], ...], bool] | None:
-        """The node's devices with the request's verdict on each (cached across pods while the
-        node's pools are the same), and whether all its slices are node-local; None when a
-        pool is invalid or a slice selects nodes per device."""
-        request = p.request
-        features = self.features
-        key = (
-            name,
-            p.class_exprs,
-            request.exprs,
-            tuple(sel.cel.expression for sel in p.device_class.spec.selectors),
-            request.capacity is not None,
-            features,
-        )
+        self, name: str, pools: list[Pool], p: _Prepared, key: _FitKey
+    ) -> _FitEntry | None:
+        """The node's devices the request's selectors take, those of them the search surely
+        takes (_SURE), those only the search can tell (_UNKNOWN), and whether all the node's
+        slices are node-local (cached across pods while the node's pools are the same list);
+        None when a pool is invalid or a slice selects nodes per device."""
         cache = self.cel_cache
-        found = cache.fit_entries.get(key)
+        full_key = (name, key)
+        found = cache.fit_entries.get(full_key)
         if found is not None and found[0] is pools:
             return found[1]  # type: ignore[return-value]
-        devices: list[tuple[DeviceID, int]] = []
+        selectable: list[DeviceID] = []
+        sure: list[DeviceID] = []
+        unknown: list[DeviceID] = []
         all_local = True
-        result: tuple[tuple[tuple[DeviceID, int], ...], bool] | None = None
+        result: _FitEntry | None = None
         for pool in pools:
             if pool.is_invalid:
                 break
@@ -591,15 +597,21 @@ class Allocator:
                 driver, pool_name = s.spec.driver, s.spec.pool.name
                 for index, device in enumerate(s.spec.devices):
                     device_id = DeviceID(driver, pool_name, device.name)
-                    devices.append((device_id, self._fit_device(p, s, index, device)))
+                    verdict = self._fit_device(p, s, index, device)
+                    if verdict == _UNKNOWN:
+                        unknown.append(device_id)
+                    elif verdict != _NOT_SELECTABLE:
+                        selectable.append(device_id)
+                        if verdict == _SURE:
+                            sure.append(device_id)
             else:
                 continue
             break
         else:
-            result = (tuple(devices), all_local)
+            result = (frozenset(selectable), frozenset(sure), frozenset(unknown), all_local)
         if len(cache.fit_entries) >= MAX_FIT_ENTRIES:
             cache.fit_entries.clear()
-        cache.fit_entries[key] = (pools, result)
+        cache.fit_entries[full_key] = (pools, result)
         return result
 
     def _fit_device(
