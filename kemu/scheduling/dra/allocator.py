@@ -24,6 +24,7 @@ on that node.
 from __future__ import annotations
 
 import enum
+import operator
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -468,14 +469,29 @@ class Allocator:
         self.classes = classes
         self.cel_cache = cel_cache
         self._share_id = share_id
-        self._slices_on_node: dict[str, list[types_pb2.ResourceSlice]] = {}
-        self._slices_shared: list[types_pb2.ResourceSlice] = []
-        for s in slices:
-            if s.spec.node_name:
-                self._slices_on_node.setdefault(s.spec.node_name, []).append(s)
-            else:
-                self._slices_shared.append(s)
         self._all_slices = list(slices)
+        # The slices by node (and those of no single node), kept in the cache while the
+        # slices are the same objects (kemu: each PreFilter passes the informer's slices).
+        memo = cel_cache.slice_partition
+        if (
+            memo is not None
+            and len(memo[0]) == len(self._all_slices)
+            and all(map(operator.is_, memo[0], self._all_slices))
+        ):
+            self._slices_on_node, self._slices_shared = memo[1], memo[2]
+        else:
+            self._slices_on_node = {}
+            self._slices_shared = []
+            for s in slices:
+                if s.spec.node_name:
+                    self._slices_on_node.setdefault(s.spec.node_name, []).append(s)
+                else:
+                    self._slices_shared.append(s)
+            cel_cache.slice_partition = (
+                self._all_slices,
+                self._slices_on_node,
+                self._slices_shared,
+            )
         # Counters left in each pool after the allocated devices' consumption (computed once:
         # nothing it depends on changes while this Allocator lives).
         self._available_counters: dict[tuple[str, str], dict[str, dict[str, Quantity]]] = {}

@@ -115,6 +115,15 @@ class CelCache:
         # node's devices with what the request's selectors say of each, valid while the node's
         # gathered pools are the same list (PoolCache keeps it while nothing changes).
         self.fit_entries: dict[tuple[object, ...], tuple[object, object]] = {}
+        # The last Allocator's slices split by node (read-only for the Allocators sharing it).
+        self.slice_partition: (
+            tuple[
+                list[types_pb2.ResourceSlice],
+                dict[str, list[types_pb2.ResourceSlice]],
+                list[types_pb2.ResourceSlice],
+            ]
+            | None
+        ) = None
         # (class expressions, request expressions, driver, device key) → all of them match.
         self._combined: dict[tuple[tuple[str, ...], tuple[str, ...], str, bytes], bool] = {}
         self.evaluations = 0  # how many times the evaluator ran (for the benchmark)
