@@ -203,6 +203,11 @@ _FitEntry = tuple[frozenset[DeviceID], frozenset[DeviceID], frozenset[DeviceID],
 _FitKey = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], bool, "Features"]
 
 
+def _same_objects(a: object, b: tuple[object, ...]) -> bool:
+    assert isinstance(a, tuple)
+    return len(a) == len(b) and all(map(operator.is_, a, b))
+
+
 def _fit_key(p: _Prepared, features: Features) -> _FitKey:
     return (
         p.class_exprs,
@@ -478,7 +483,7 @@ class Allocator:
             and len(memo[0]) == len(self._all_slices)
             and all(map(operator.is_, memo[0], self._all_slices))
         ):
-            self._slices_on_node, self._slices_shared = memo[1], memo[2]
+            self._all_slices, self._slices_on_node, self._slices_shared = memo
         else:
             self._slices_on_node = {}
             self._slices_shared = []
@@ -529,20 +534,32 @@ class Allocator:
             return FitVerdict.UNDECIDED
         requests, single = shape
         name = node.metadata.name
-        slices_for_node = self._slices_on_node.get(name, []) + self._slices_shared
-        try:
-            pools = self.cel_cache.pools.gather(
-                slices_for_node,
-                node,
-                partitionable_devices=self.features.partitionable_devices,
-                all_slices=self._all_slices,
-            )
-        except AllocationError:
-            return FitVerdict.UNDECIDED
+        # What the node's pools depend on (the same objects: the same pools).
+        on_node = self._slices_on_node.get(name)
+        context = (node, on_node, self._slices_shared, self._all_slices)
+        entries = self.cel_cache.fit_entries
+        pools: list[Pool] | None = None
         allocated = self.allocated.allocated_devices
         fits = single
         for p, key in requests:
-            entry = self._fit_entry(name, pools, p, key)
+            found = entries.get((name, key))
+            if found is not None and _same_objects(found[0], context):
+                entry: _FitEntry | None = found[1]  # type: ignore[assignment]
+            else:
+                if pools is None:
+                    try:
+                        pools = self.cel_cache.pools.gather(
+                            (on_node or []) + self._slices_shared,
+                            node,
+                            partitionable_devices=self.features.partitionable_devices,
+                            all_slices=self._all_slices,
+                        )
+                    except AllocationError:
+                        return FitVerdict.UNDECIDED
+                entry = self._fit_entry(pools, p)
+                if len(entries) >= MAX_FIT_ENTRIES:
+                    entries.clear()
+                entries[(name, key)] = (context, entry)
             if entry is None:
                 return FitVerdict.UNDECIDED
             selectable, sure, unknown, all_local = entry
@@ -584,18 +601,12 @@ class Allocator:
         self._fit_shape_memo = shape if shape is not None else ()
         return shape
 
-    def _fit_entry(
-        self, name: str, pools: list[Pool], p: _Prepared, key: _FitKey
-    ) -> _FitEntry | None:
+    def _fit_entry(self, pools: list[Pool], p: _Prepared) -> _FitEntry | None:
         """The node's devices the request's selectors take, those of them the search surely
         takes (_SURE), those only the search can tell (_UNKNOWN), and whether all the node's
-        slices are node-local (cached across pods while the node's pools are the same list);
-        None when a pool is invalid or a slice selects nodes per device."""
-        cache = self.cel_cache
-        full_key = (name, key)
-        found = cache.fit_entries.get(full_key)
-        if found is not None and found[0] is pools:
-            return found[1]  # type: ignore[return-value]
+        slices are node-local (fit_verdict keeps it across pods while what the node's pools
+        depend on is the same); None when a pool is invalid or a slice selects nodes per
+        device."""
         selectable: list[DeviceID] = []
         sure: list[DeviceID] = []
         unknown: list[DeviceID] = []
@@ -625,9 +636,6 @@ class Allocator:
             break
         else:
             result = (frozenset(selectable), frozenset(sure), frozenset(unknown), all_local)
-        if len(cache.fit_entries) >= MAX_FIT_ENTRIES:
-            cache.fit_entries.clear()
-        cache.fit_entries[full_key] = (pools, result)
         return result
 
     def _fit_device(
