@@ -502,7 +502,7 @@ class Allocator:
         self._available_counters: dict[tuple[str, str], dict[str, dict[str, Quantity]]] = {}
         self._prepared: list[_PreparedClaim] | None = None
         self._fit_shape_memo: (
-            tuple[tuple[tuple[_Prepared, _FitKey], ...], bool] | tuple[()] | None
+            tuple[tuple[tuple[_Prepared, object], ...], bool] | tuple[()] | None
         ) = None
         self.allocate_one_calls = 0
 
@@ -571,18 +571,18 @@ class Allocator:
             fits = fits and all_local and len(sure) - len(sure & allocated) >= wanted
         return FitVerdict.FITS if fits else FitVerdict.UNDECIDED
 
-    def _fit_shape(self) -> tuple[tuple[tuple[_Prepared, _FitKey], ...], bool] | None:
+    def _fit_shape(self) -> tuple[tuple[tuple[_Prepared, object], ...], bool] | None:
         """The requests when every claim's are of the shape fit_verdict decides, with whether
         it may say FITS (one request, no constraints); None otherwise."""
         if self._fit_shape_memo is not None:
             return self._fit_shape_memo or None
-        shape: tuple[tuple[tuple[_Prepared, _FitKey], ...], bool] | None = None
+        shape: tuple[tuple[tuple[_Prepared, object], ...], bool] | None = None
         try:
             prepared = self.prepared()
         except AllocationError:
             prepared = []
         else:
-            requests: list[tuple[_Prepared, _FitKey]] = []
+            requests: list[tuple[_Prepared, object]] = []
             constraints = False
             simple = True
             for pc in prepared:
@@ -593,7 +593,11 @@ class Allocator:
                     if p.parent is not None or r.mode != MODE_EXACT_COUNT or r.admin_access:
                         simple = False
                     total += r.count
-                    requests.append((p, _fit_key(p, self.features)))
+                    # one token object per key (hashed by identity: cheap per node)
+                    keys = self.cel_cache.fit_keys
+                    if len(keys) >= MAX_FIT_ENTRIES:
+                        keys.clear()  # (old tokens stay distinct objects)
+                    requests.append((p, keys.setdefault(_fit_key(p, self.features), object())))
                 if total > ALLOCATION_RESULTS_MAX_SIZE:
                     simple = False  # _check_claim's error
             if simple and requests:

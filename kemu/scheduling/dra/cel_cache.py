@@ -114,7 +114,8 @@ class CelCache:
         # The allocator's fit check (Allocator.fit_verdict): per (node, request shape), the
         # node's devices with what the request's selectors say of each, valid while the node's
         # gathered pools are the same list (PoolCache keeps it while nothing changes).
-        self.fit_entries: dict[tuple[object, ...], tuple[object, object]] = {}
+        self.fit_entries: dict[tuple[str, object], tuple[object, object]] = {}
+        self.fit_keys: dict[object, object] = {}  # fit_entries' request shapes -> a token
         # The last Allocator's slices split by node (read-only for the Allocators sharing it).
         self.slice_partition: (
             tuple[
