@@ -59,6 +59,7 @@ from kemu.machinery.resourceclaim import (
     is_reserved_for_pod,
     not_for_pod_message,
     pod_claim_name,
+    pod_claim_name_or_none,
 )
 from kemu.scheduling.dra.allocator import (
     AllocationError,
@@ -274,6 +275,28 @@ class DynamicResources(
                 raise ClaimNotReady(f'resourceclaim "{name}" is being deleted')
             if must_own and not is_for_pod(pod, claim):
                 raise ClaimNotReady(not_for_pod_message(pod, claim))
+            claims.append(claim)
+        return claims
+
+    def _pod_claims_or_none(self, pod: types_pb2.Pod) -> list[types_pb2.ResourceClaim] | None:
+        """pod_claims, None where it raises ClaimNotReady (no message built: the queueing
+        hints drop it; they run for every waiting pod on each claim event)."""
+        claims: list[types_pb2.ResourceClaim] = []
+        ns = pod.metadata.namespace
+        for ref in pod.spec.resource_claims:
+            found = pod_claim_name_or_none(pod, ref)
+            if found is None:
+                return None
+            name, must_own = found
+            if name is None:
+                continue
+            claim = self.manager.get_claim(ns, name)
+            if (
+                claim is None
+                or claim.metadata.HasField("deletion_timestamp")
+                or (must_own and not is_for_pod(pod, claim))
+            ):
+                return None
             claims.append(claim)
         return claims
 
@@ -727,9 +750,8 @@ class DynamicResources(
         """upstream isSchedulableAfterClaimChange, in its order."""
         if not isinstance(new, types_pb2.ResourceClaim):
             return QueueingHint.QUEUE
-        try:
-            claims = self.pod_claims(pod)
-        except ClaimNotReady:
+        claims = self._pod_claims_or_none(pod)
+        if claims is None:
             return QueueingHint.SKIP
         if (
             isinstance(old, types_pb2.ResourceClaim)
