@@ -1028,6 +1028,11 @@ class Runner:
             await client.create(new_pod())
 
         phase = await self.phase_start(tracker) if op.collect_metrics else None
+        if phase is not None and self.opts.py_spy:
+            # --py-spy: as for the measured createPods op (in the run's task group).
+            self._profiled = anyio.Event()
+            assert self._tg is not None
+            self._tg.start_soon(self.profile, self.opts.py_spy_process)
         first = [new_pod() for _ in range(op.count)]
         logger.info(
             "op %d: %d pods in steady state for %g s in %s", index, op.count, seconds, op.namespace

@@ -22,6 +22,22 @@ def pod_claim_name(pod: types_pb2.Pod, ref: types_pb2.PodResourceClaim) -> tuple
     """The name of the claim an entry uses, and whether the pod must own it (a template's
     claim); None when the template needs no claim (upstream resourceclaim.Name).
     ClaimNameError when a template's claim is not created yet, or the entry names nothing."""
+    found = pod_claim_name_or_none(pod, ref)
+    if found is not None:
+        return found
+    if ref.HasField("resource_claim_template_name"):
+        raise ClaimNameError(f'pod "{object_key(pod)}": ResourceClaim not created yet')
+    raise ClaimNameError(
+        f'pod "{object_key(pod)}", spec.resourceClaim "{ref.name}": '
+        "none of the supported fields are set"
+    )
+
+
+def pod_claim_name_or_none(
+    pod: types_pb2.Pod, ref: types_pb2.PodResourceClaim
+) -> tuple[str | None, bool] | None:
+    """pod_claim_name without its error (None instead: no message built, for callers that
+    drop it, such as the scheduler's queueing hints)."""
     if ref.HasField("resource_claim_name"):
         return ref.resource_claim_name, False
     if ref.HasField("resource_claim_template_name"):
@@ -30,11 +46,7 @@ def pod_claim_name(pod: types_pb2.Pod, ref: types_pb2.PodResourceClaim) -> tuple
                 if status.HasField("resource_claim_name"):
                     return status.resource_claim_name, True
                 return None, False
-        raise ClaimNameError(f'pod "{object_key(pod)}": ResourceClaim not created yet')
-    raise ClaimNameError(
-        f'pod "{object_key(pod)}", spec.resourceClaim "{ref.name}": '
-        "none of the supported fields are set"
-    )
+    return None
 
 
 def is_for_pod(pod: types_pb2.Pod, claim: types_pb2.ResourceClaim) -> bool:

@@ -17,13 +17,14 @@ kemu's cycles run on one thread, so no lock guards the maps (upstream's mutex).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Final, Generic, TypeVar
 
 from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
-from kemu.scheduling.interface import InformerFactory, ObjectLister
+from kemu.scheduling.dra.allocator import AllocatedState, DeviceID
+from kemu.scheduling.interface import InformerFactory, ObjectLister, SharedInformer
 from kemu.scheduling.plugins.volume_binder import AssumeCache
 
 M = TypeVar("M", bound=Message)
@@ -63,6 +64,9 @@ class DraManager:
         self.classes = classes
         self.taint_rules = taint_rules
         self._in_flight: dict[str, types_pb2.ResourceClaim] = {}
+        # kemu: the allocated devices kept up to date from the changes (watch_claims); None
+        # while the claims' informer is not watched (allocated_state rebuilds each time).
+        self._index: _AllocatedIndex | None = None
 
     @classmethod
     def empty(cls) -> DraManager:
@@ -73,12 +77,29 @@ class DraManager:
         """From a process's informers (empty listers without them: a simulation)."""
         if factory is None:
             return cls.empty()
-        return cls(
-            factory.informer(types_pb2.ResourceClaim).lister,
+        claims = factory.informer(types_pb2.ResourceClaim)
+        manager = cls(
+            claims.lister,
             factory.informer(types_pb2.ResourceSlice).lister,
             factory.informer(types_pb2.DeviceClass).lister,
             factory.informer(types_pb2.DeviceTaintRule).lister if taint_rules else None,
         )
+        manager.watch_claims(claims)
+        return manager
+
+    def watch_claims(self, informer: SharedInformer[types_pb2.ResourceClaim]) -> None:
+        """Keeps allocated_state up to date from the claims' informer's events (and this
+        manager's own assumptions and in-flight allocations)."""
+        self._index = _AllocatedIndex()
+        informer.add_event_handler(_ClaimsChanged(self._index))
+
+    def _claim_changed(self, namespace: str, name: str) -> None:
+        if self._index is not None:
+            self._index.keys.add((namespace, name))
+
+    def _in_flight_changed(self, uid: str) -> None:
+        if self._index is not None:
+            self._index.uids.add(uid)
 
     # ------------------------------------------------------------ in-flight allocations
 
@@ -87,8 +108,10 @@ class DraManager:
 
     def signal_claim_pending_allocation(self, uid: str, claim: types_pb2.ResourceClaim) -> None:
         self._in_flight[uid] = claim
+        self._in_flight_changed(uid)
 
     def remove_claim_pending_allocation(self, uid: str) -> bool:
+        self._in_flight_changed(uid)
         return self._in_flight.pop(uid, None) is not None
 
     def pending_allocations(self) -> int:
@@ -101,9 +124,11 @@ class DraManager:
 
     def assume_claim_after_api_call(self, claim: types_pb2.ResourceClaim) -> None:
         self.claims.assume(claim, from_api=True)
+        self._claim_changed(claim.metadata.namespace, claim.metadata.name)
 
     def assumed_claim_restore(self, namespace: str, name: str) -> None:
         self.claims.restore(name, namespace)
+        self._claim_changed(namespace, name)
 
     def allocated_claims(self) -> list[types_pb2.ResourceClaim]:
         """Every claim whose devices are taken: allocated in the (assumed) claims, or in flight
@@ -136,8 +161,125 @@ class DraManager:
         out.update({r: cls for r, (_, cls) in explicit.items()})
         return out
 
+    def allocated_state(self, *, consumable_capacity: bool) -> AllocatedState:
+        """AllocatedState.from_claims(allocated_claims()) (upstream lists the allocated devices
+        each PreFilter); kemu keeps the exclusive devices up to date from the claims' changes
+        while the informer is watched and no allocation has shares of a device."""
+        index = self._index
+        if index is None or consumable_capacity != index.consumable_capacity:
+            if index is not None:
+                index.reset(consumable_capacity, self.claims.lister.list(), self._in_flight)
+            return AllocatedState.from_claims(
+                self.allocated_claims(), consumable_capacity=consumable_capacity
+            )
+        index.update(self.claims, self._in_flight)
+        if index.shares:
+            return AllocatedState.from_claims(
+                self.allocated_claims(), consumable_capacity=consumable_capacity
+            )
+        return AllocatedState(allocated_devices=set(index.devices))
+
     def slices_list(self) -> list[types_pb2.ResourceSlice]:
         return list(self.slices.list())
 
     def taint_rules_list(self) -> list[types_pb2.DeviceTaintRule]:
         return [] if self.taint_rules is None else list(self.taint_rules.list())
+
+
+class _AllocatedIndex:
+    """The devices allocated exclusively by the claims (assume cache and in flight, one per
+    uid, in flight first: DraManager.allocated_claims), kept up to date from the changed
+    claims' keys and in-flight uids, applied when next asked."""
+
+    def __init__(self) -> None:
+        self.consumable_capacity: bool | None = None  # None: never filled
+        self.keys: set[tuple[str, str]] = set()  # claims changed (namespace, name)
+        self.uids: set[str] = set()  # in-flight allocations changed
+        self._key_uid: dict[tuple[str, str], str] = {}
+        self._cached: dict[str, types_pb2.ResourceClaim] = {}  # uid -> allocated claim
+        self._counted: dict[str, tuple[DeviceID, ...]] = {}  # uid -> its devices
+        self._refs: dict[DeviceID, int] = {}
+        self.devices: set[DeviceID] = set()
+        self.shares: set[str] = set()  # uids with shares of a device
+
+    def reset(
+        self,
+        consumable_capacity: bool,
+        claims: Sequence[types_pb2.ResourceClaim],
+        in_flight: Iterable[str],
+    ) -> None:
+        """Everything to be looked at again (the first time, or with the other flag)."""
+        self.consumable_capacity = consumable_capacity
+        self.keys = {(c.metadata.namespace, c.metadata.name) for c in claims}
+        self.uids = set(in_flight) | set(self._counted)
+        self._key_uid.clear()
+        self._cached.clear()
+        self._counted.clear()
+        self._refs.clear()
+        self.devices.clear()
+        self.shares.clear()
+
+    def update(
+        self,
+        claims: AssumeCache[types_pb2.ResourceClaim],
+        in_flight: dict[str, types_pb2.ResourceClaim],
+    ) -> None:
+        uids = self.uids
+        for key in self.keys:
+            old = self._key_uid.pop(key, None)
+            if old is not None:
+                self._cached.pop(old, None)
+                uids.add(old)
+            namespace, name = key
+            if claims.lister.get(name, namespace) is None:
+                continue  # gone (an assumption of it no longer counts)
+            claim = claims.get(name, namespace)
+            if claim is not None and claim.status.HasField("allocation"):
+                uid = claim.metadata.uid
+                self._key_uid[key] = uid
+                self._cached[uid] = claim
+                uids.add(uid)
+        self.keys = set()
+        for uid in uids:
+            claim = in_flight.get(uid)
+            if claim is None:
+                claim = self._cached.get(uid)
+            for device_id in self._counted.pop(uid, ()):
+                left = self._refs[device_id] - 1
+                if left:
+                    self._refs[device_id] = left
+                else:
+                    del self._refs[device_id]
+                    self.devices.discard(device_id)
+            self.shares.discard(uid)
+            if claim is None:
+                continue
+            counted: list[DeviceID] = []
+            for r in claim.status.allocation.devices.results:
+                if r.admin_access:
+                    continue
+                if self.consumable_capacity and r.HasField("share_id"):
+                    self.shares.add(uid)
+                    continue
+                device_id = DeviceID(r.driver, r.pool, r.device)
+                counted.append(device_id)
+                self._refs[device_id] = self._refs.get(device_id, 0) + 1
+                self.devices.add(device_id)
+            self._counted[uid] = tuple(counted)
+        self.uids = set()
+
+
+class _ClaimsChanged:
+    """The claims' informer handler: the claim's key is to be looked at again."""
+
+    def __init__(self, index: _AllocatedIndex) -> None:
+        self._index = index
+
+    def on_add(self, obj: types_pb2.ResourceClaim) -> None:
+        self._index.keys.add((obj.metadata.namespace, obj.metadata.name))
+
+    def on_update(self, old: types_pb2.ResourceClaim, new: types_pb2.ResourceClaim) -> None:
+        self._index.keys.add((new.metadata.namespace, new.metadata.name))
+
+    def on_delete(self, obj: types_pb2.ResourceClaim) -> None:
+        self._index.keys.add((obj.metadata.namespace, obj.metadata.name))

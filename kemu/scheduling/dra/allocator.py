@@ -23,6 +23,8 @@ on that node.
 
 from __future__ import annotations
 
+import enum
+import operator
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -175,6 +177,45 @@ class AllocatedState:
     def is_allocated(self, device_id: DeviceID) -> bool:
         """Exclusively or as a share (upstream IsDeviceAllocated): its counters are consumed."""
         return device_id in self.allocated_devices or device_id in self._shared_ids
+
+
+class FitVerdict(enum.Enum):
+    """Allocator.fit_verdict's answer."""
+
+    NO_FIT = "no fit"
+    FITS = "fits"
+    UNDECIDED = "undecided"
+
+
+# Allocator.fit_verdict's verdict on one device for one request.
+_NOT_SELECTABLE: Final = 0
+_SELECTABLE: Final = 1
+_SURE: Final = 2
+_UNKNOWN: Final = 3
+MAX_FIT_ENTRIES: Final = 200_000
+
+
+# fit_verdict's entry of a node for a request: devices selectable, surely taken, unknown;
+# whether every slice of the node is node-local.
+_FitEntry = tuple[frozenset[DeviceID], frozenset[DeviceID], frozenset[DeviceID], bool]
+# What a request's fit entries depend on besides the node and the features: the class's
+# selectors, the request's, whether it asks for capacity; the features.
+_FitKey = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], bool, "Features"]
+
+
+def _same_objects(a: object, b: tuple[object, ...]) -> bool:
+    assert isinstance(a, tuple)
+    return len(a) == len(b) and all(map(operator.is_, a, b))
+
+
+def _fit_key(p: _Prepared, features: Features) -> _FitKey:
+    return (
+        p.class_exprs,
+        p.request.exprs,
+        tuple(sel.cel.expression for sel in p.device_class.spec.selectors),
+        p.request.capacity is not None,
+        features,
+    )
 
 
 class _Key(NamedTuple):
@@ -433,18 +474,36 @@ class Allocator:
         self.classes = classes
         self.cel_cache = cel_cache
         self._share_id = share_id
-        self._slices_on_node: dict[str, list[types_pb2.ResourceSlice]] = {}
-        self._slices_shared: list[types_pb2.ResourceSlice] = []
-        for s in slices:
-            if s.spec.node_name:
-                self._slices_on_node.setdefault(s.spec.node_name, []).append(s)
-            else:
-                self._slices_shared.append(s)
         self._all_slices = list(slices)
+        # The slices by node (and those of no single node), kept in the cache while the
+        # slices are the same objects (kemu: each PreFilter passes the informer's slices).
+        memo = cel_cache.slice_partition
+        if (
+            memo is not None
+            and len(memo[0]) == len(self._all_slices)
+            and all(map(operator.is_, memo[0], self._all_slices))
+        ):
+            self._all_slices, self._slices_on_node, self._slices_shared = memo
+        else:
+            self._slices_on_node = {}
+            self._slices_shared = []
+            for s in slices:
+                if s.spec.node_name:
+                    self._slices_on_node.setdefault(s.spec.node_name, []).append(s)
+                else:
+                    self._slices_shared.append(s)
+            cel_cache.slice_partition = (
+                self._all_slices,
+                self._slices_on_node,
+                self._slices_shared,
+            )
         # Counters left in each pool after the allocated devices' consumption (computed once:
         # nothing it depends on changes while this Allocator lives).
         self._available_counters: dict[tuple[str, str], dict[str, dict[str, Quantity]]] = {}
         self._prepared: list[_PreparedClaim] | None = None
+        self._fit_shape_memo: (
+            tuple[tuple[tuple[_Prepared, object], ...], bool] | tuple[()] | None
+        ) = None
         self.allocate_one_calls = 0
 
     def prepared(self) -> list[_PreparedClaim]:
@@ -456,6 +515,178 @@ class Allocator:
     def allocate(self, node: types_pb2.Node) -> list[types_pb2.AllocationResult] | None:
         """One AllocationResult per claim (in order), or None when they do not fit on `node`."""
         return _Run(self, node).run()
+
+    def fit_verdict(self, node: types_pb2.Node) -> FitVerdict:
+        """What `allocate(node)` would do, told cheaply where the claims' shape allows it:
+        NO_FIT when it would return None (no error), FITS when it would return results (no
+        error), else UNDECIDED (call `allocate`). kemu's own shortcut (upstream runs the
+        allocator on every node); tests/unit/scheduling/dra/test_fit_verdict.py compares it
+        with `allocate` on random clusters.
+
+        Decided for ExactCount requests without subrequests or admin access (constraints only
+        for NO_FIT, since they can only refuse more), on nodes without invalid pools: a request
+        whose selectable devices not allocated to other claims are fewer than its count cannot
+        be served (the search takes distinct, selectable, unused devices); one request alone
+        is served when that many of them are surely taken (no counters, taints, shared or
+        capacity-checked devices; node-local slices, so the node selector is the node)."""
+        shape = self._fit_shape()
+        if shape is None:
+            return FitVerdict.UNDECIDED
+        requests, single = shape
+        name = node.metadata.name
+        # What the node's pools depend on (the same objects: the same pools).
+        on_node = self._slices_on_node.get(name)
+        context = (node, on_node, self._slices_shared, self._all_slices)
+        entries = self.cel_cache.fit_entries
+        pools: list[Pool] | None = None
+        allocated = self.allocated.allocated_devices
+        fits = single
+        for p, key in requests:
+            found = entries.get((name, key))
+            if found is not None and _same_objects(found[0], context):
+                entry: _FitEntry | None = found[1]  # type: ignore[assignment]
+            else:
+                if pools is None:
+                    try:
+                        pools = self.cel_cache.pools.gather(
+                            (on_node or []) + self._slices_shared,
+                            node,
+                            partitionable_devices=self.features.partitionable_devices,
+                            all_slices=self._all_slices,
+                        )
+                    except AllocationError:
+                        return FitVerdict.UNDECIDED
+                entry = self._fit_entry(pools, p)
+                if len(entries) >= MAX_FIT_ENTRIES:
+                    entries.clear()
+                entries[(name, key)] = (context, entry)
+            if entry is None:
+                return FitVerdict.UNDECIDED
+            selectable, sure, unknown, all_local = entry
+            if unknown and not unknown <= allocated:
+                return FitVerdict.UNDECIDED  # the search could end in an error
+            wanted = p.request.count
+            if len(selectable) - len(selectable & allocated) < wanted:
+                return FitVerdict.NO_FIT  # later requests are never reached
+            fits = fits and all_local and len(sure) - len(sure & allocated) >= wanted
+        return FitVerdict.FITS if fits else FitVerdict.UNDECIDED
+
+    def _fit_shape(self) -> tuple[tuple[tuple[_Prepared, object], ...], bool] | None:
+        """The requests when every claim's are of the shape fit_verdict decides, with whether
+        it may say FITS (one request, no constraints); None otherwise."""
+        if self._fit_shape_memo is not None:
+            return self._fit_shape_memo or None
+        shape: tuple[tuple[tuple[_Prepared, object], ...], bool] | None = None
+        try:
+            prepared = self.prepared()
+        except AllocationError:
+            prepared = []
+        else:
+            requests: list[tuple[_Prepared, object]] = []
+            constraints = False
+            simple = True
+            for pc in prepared:
+                constraints = constraints or bool(pc.constraints)
+                total = 0
+                for p in pc.requests:
+                    r = p.request
+                    if p.parent is not None or r.mode != MODE_EXACT_COUNT or r.admin_access:
+                        simple = False
+                    total += r.count
+                    # one token object per key (hashed by identity: cheap per node)
+                    keys = self.cel_cache.fit_keys
+                    if len(keys) >= MAX_FIT_ENTRIES:
+                        keys.clear()  # (old tokens stay distinct objects)
+                    requests.append((p, keys.setdefault(_fit_key(p, self.features), object())))
+                if total > ALLOCATION_RESULTS_MAX_SIZE:
+                    simple = False  # _check_claim's error
+            if simple and requests:
+                shape = (tuple(requests), len(requests) == 1 and not constraints)
+        self._fit_shape_memo = shape if shape is not None else ()
+        return shape
+
+    def _fit_entry(self, pools: list[Pool], p: _Prepared) -> _FitEntry | None:
+        """The node's devices the request's selectors take, those of them the search surely
+        takes (_SURE), those only the search can tell (_UNKNOWN), and whether all the node's
+        slices are node-local (fit_verdict keeps it across pods while what the node's pools
+        depend on is the same); None when a pool is invalid or a slice selects nodes per
+        device."""
+        selectable: list[DeviceID] = []
+        sure: list[DeviceID] = []
+        unknown: list[DeviceID] = []
+        all_local = True
+        result: _FitEntry | None = None
+        for pool in pools:
+            if pool.is_invalid:
+                break
+            if pool.is_incomplete:
+                continue  # never allocated from
+            for s in pool.device_slices_targeting_node:
+                if s.spec.per_device_node_selection:
+                    break
+                all_local = all_local and bool(s.spec.node_name)
+                driver, pool_name = s.spec.driver, s.spec.pool.name
+                for index, device in enumerate(s.spec.devices):
+                    device_id = DeviceID(driver, pool_name, device.name)
+                    verdict = self._fit_device(p, s, index, device)
+                    if verdict == _UNKNOWN:
+                        unknown.append(device_id)
+                    elif verdict != _NOT_SELECTABLE:
+                        selectable.append(device_id)
+                        if verdict == _SURE:
+                            sure.append(device_id)
+            else:
+                continue
+            break
+        else:
+            result = (frozenset(selectable), frozenset(sure), frozenset(unknown), all_local)
+        return result
+
+    def _fit_device(
+        self, p: _Prepared, s: types_pb2.ResourceSlice, index: int, device: types_pb2.Device
+    ) -> int:
+        """What the search would make of an unused device for the request: _NOT_SELECTABLE,
+        _SELECTABLE (it may still refuse it), _SURE (it takes it) or _UNKNOWN (a selector or
+        the capacity check could fail: only the search can tell)."""
+        features = self.features
+        request = p.request
+        if not features.binding_conditions and device.binding_conditions:
+            return _NOT_SELECTABLE
+        cache = self.cel_cache
+        driver = s.spec.driver
+        device_key = cache.device_key(s, index)
+        selected = cache.selected(p.class_exprs, request.exprs, driver, device_key)
+        if selected is None:
+            try:
+                selected = all(
+                    cache.matches(sel.cel.expression, driver, device, device_key)
+                    for sel in p.device_class.spec.selectors
+                ) and all(
+                    cache.matches(sel.cel.expression, driver, device, device_key)
+                    for sel in request.selectors
+                )
+            except (CelCompileError, CelRuntimeError):
+                return _UNKNOWN
+            cache.remember_selected(p.class_exprs, request.exprs, driver, device_key, selected)
+        if not selected:
+            return _NOT_SELECTABLE
+        multi = features.consumable_capacity and device.allow_multiple_allocations
+        trivial_capacity = not device.capacity or (
+            request.capacity is None
+            and not device.allow_multiple_allocations
+            and not any(c.HasField("request_policy") for c in device.capacity.values())
+        )
+        if multi or (features.consumable_capacity and not trivial_capacity):
+            # The capacity check may fail with an error; shares are left to the search (its
+            # undo of a share can fail: see test_fit_verdict.py).
+            return _UNKNOWN
+        if (
+            device.consumes_counters
+            or (features.device_taints and len(device.taints) > 0)
+            or (features.consumable_capacity and request.capacity is not None)
+        ):
+            return _SELECTABLE
+        return _SURE
 
 
 class _Run:

@@ -111,6 +111,20 @@ class CelCache:
         self._results: dict[tuple[str, str, bytes], bool | _Failed] = {}
         self._slice_keys: dict[int, tuple[types_pb2.ResourceSlice, list[bytes]]] = {}
         self.pools = PoolCache()
+        # The allocator's fit check (Allocator.fit_verdict): per (node, request shape), the
+        # node's devices with what the request's selectors say of each, valid while the node's
+        # gathered pools are the same list (PoolCache keeps it while nothing changes).
+        self.fit_entries: dict[tuple[str, object], tuple[object, object]] = {}
+        self.fit_keys: dict[object, object] = {}  # fit_entries' request shapes -> a token
+        # The last Allocator's slices split by node (read-only for the Allocators sharing it).
+        self.slice_partition: (
+            tuple[
+                list[types_pb2.ResourceSlice],
+                dict[str, list[types_pb2.ResourceSlice]],
+                list[types_pb2.ResourceSlice],
+            ]
+            | None
+        ) = None
         # (class expressions, request expressions, driver, device key) → all of them match.
         self._combined: dict[tuple[tuple[str, ...], tuple[str, ...], str, bytes], bool] = {}
         self.evaluations = 0  # how many times the evaluator ran (for the benchmark)

@@ -82,6 +82,7 @@ from kemu.machinery.resourceclaim import (
     is_reserved_for_pod,
     not_for_pod_message,
     pod_claim_name,
+    pod_claim_name_or_none,
 )
 from kemu.machinery.resources import amount
 from kemu.scheduling.dra.allocator import (
@@ -89,6 +90,7 @@ from kemu.scheduling.dra.allocator import (
     AllocationError,
     Allocator,
     Features,
+    FitVerdict,
     new_cel_cache,
 )
 from kemu.scheduling.dra.pools import FailedAllocationOnNode
@@ -179,6 +181,9 @@ class _State:
     allocator: Allocator | None = None
     unavailable: set[int] = field(default_factory=set)
     node_allocations: dict[str, list[types_pb2.AllocationResult]] = field(default_factory=dict)
+    # Nodes the allocator's fit check passed (FitVerdict.FITS): their allocation is computed
+    # in Reserve, for the chosen node only (the same result Filter's run would have given).
+    fitting_nodes: dict[str, types_pb2.Node] = field(default_factory=dict)
     # Reserve's allocations (claim index -> result), published by PreBind.
     allocations: dict[int, types_pb2.AllocationResult] = field(default_factory=dict)
     # Preemption's dry run (DRAPreemption): the claims its removed pods release (UIDs), the
@@ -357,6 +362,28 @@ class DynamicResources(
             claims.append(claim)
         return claims
 
+    def _pod_claims_or_none(self, pod: types_pb2.Pod) -> list[types_pb2.ResourceClaim] | None:
+        """pod_claims, None where it raises ClaimNotReady (no message built: the queueing
+        hints drop it; they run for every waiting pod on each claim event)."""
+        claims: list[types_pb2.ResourceClaim] = []
+        ns = pod.metadata.namespace
+        for ref in pod.spec.resource_claims:
+            found = pod_claim_name_or_none(pod, ref)
+            if found is None:
+                return None
+            name, must_own = found
+            if name is None:
+                continue
+            claim = self.manager.get_claim(ns, name)
+            if (
+                claim is None
+                or claim.metadata.HasField("deletion_timestamp")
+                or (must_own and not is_for_pod(pod, claim))
+            ):
+                return None
+            claims.append(claim)
+        return claims
+
     # ------------------------------------------------------------ queue
 
     def pre_enqueue(self, pod: types_pb2.Pod) -> Status:
@@ -481,9 +508,13 @@ class DynamicResources(
         """The allocator for the pod's claims to allocate (and `extra`, the node's special
         claim) over the devices that the allocated claims (assumed and in flight) other than
         `released` take."""
-        allocated = AllocatedState.from_claims(
-            (c for c in self.manager.allocated_claims() if c.metadata.uid not in released),
-            consumable_capacity=self.features.consumable_capacity,
+        allocated = (
+            self.manager.allocated_state(consumable_capacity=self.features.consumable_capacity)
+            if not released
+            else AllocatedState.from_claims(
+                (c for c in self.manager.allocated_claims() if c.metadata.uid not in released),
+                consumable_capacity=self.features.consumable_capacity,
+            )
         )
         slices = self.manager.slices_list()
         if self.features.device_taints:
@@ -626,6 +657,16 @@ class DynamicResources(
         else:
             allocator = self._allocator_for(s) if s.to_allocate else None
         if allocator is not None and not unavailable:
+            # kemu: the allocator's cheap check first (Allocator.fit_verdict; upstream runs the
+            # search on every node): the same verdict, the search only where it cannot tell.
+            # A node that fits is allocated in Reserve by the cycle's own allocator, so only
+            # that allocator's FITS is taken (not a dry run's nor the special claim's).
+            verdict = allocator.fit_verdict(n)
+            if verdict is FitVerdict.NO_FIT:
+                return self._cannot_allocate
+            if verdict is FitVerdict.FITS and allocator is s.allocator:
+                s.fitting_nodes[node.name] = n
+                return SUCCESS
             started = self.handle.clock.monotonic()
             try:
                 results = allocator.allocate(n)
@@ -763,6 +804,14 @@ class DynamicResources(
         if not s.to_allocate and extended is None:
             return SUCCESS
         results = s.node_allocations.get(node_name)
+        fitting = s.fitting_nodes.get(node_name)
+        if results is None and fitting is not None and s.allocator is not None:
+            try:
+                results = s.allocator.allocate(fitting)
+            except AllocationError as e:
+                return as_error(e)
+            if results is not None:
+                s.node_allocations[node_name] = results
         if results is None:
             return as_error("claim allocation not found for node")
         want = len(s.to_allocate) + (extended is not None)
@@ -1061,9 +1110,8 @@ class DynamicResources(
         """upstream isSchedulableAfterClaimChange, in its order."""
         if not isinstance(new, types_pb2.ResourceClaim):
             return QueueingHint.QUEUE
-        try:
-            claims = self.pod_claims(pod)
-        except ClaimNotReady:
+        claims = self._pod_claims_or_none(pod)
+        if claims is None:
             return QueueingHint.SKIP
         if (
             isinstance(old, types_pb2.ResourceClaim)
