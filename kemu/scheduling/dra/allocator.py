@@ -1121,13 +1121,17 @@ class _Run:
             if added_claim:
                 claims_of_device.discard(key.claim)
             if share_id is not None:
-                have = self.allocating_capacity[device_id]
-                for name, value in (consumed or {}).items():
-                    have[name] = have[name] - value
-                # Gone with its last share (upstream keeps an entry whose shares consumed
-                # nothing, which then skips the counters of the device's next share).
-                if capacity_entry_added or all(v.is_zero() for v in have.values()):
-                    del self.allocating_capacity[device_id]
+                have = self.allocating_capacity.get(device_id)
+                if have is not None:
+                    for name, value in (consumed or {}).items():
+                        have[name] = have[name] - value
+                    # Gone with the share that added it, which the search (backtracking in
+                    # order) undoes last: upstream keeps an entry whose shares consumed nothing,
+                    # which then skips the counters of the device's next share; an entry
+                    # dropped while an earlier share still holds the device would let the next
+                    # share take its counters again.
+                    if capacity_entry_added:
+                        del self.allocating_capacity[device_id]
             if counters_taken:
                 self._release_counters(cand)
             results.pop()
