@@ -7,9 +7,15 @@ do (test/integration/scheduler, test/utils/dra): a node's slice created through 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kemu.api.v1 import types_pb2
 from kemu.client.interface import ApiClient
+from kemu.testing.scenarios import SCENARIO_LABEL
+
+if TYPE_CHECKING:
+    from kemu.testing.scenarios import Scenario
 
 
 def device_class(name: str, *, selectors: Sequence[str] = ()) -> types_pb2.DeviceClass:
@@ -97,3 +103,28 @@ async def set_device_condition(
         cond = entry.conditions.add(type=condition, status=status, reason=reason, message=message)
         cond.last_transition_time.GetCurrentTime()
     return await api.update_status(c)
+
+
+async def kubelet_publishing(s: Scenario, slice_file: Path, *, within: float) -> str:
+    """A kubelet for the scenario's node n1 (4 cpu, the scenario's label) with
+    `--dra-slice-file slice_file`, once its ResourceSlices are published; its node's name."""
+    full = s.node_name("n1")
+    proc = s.cluster.start_kubelet(
+        full,
+        capacity={"cpu": "4", "memory": "8Gi", "pods": "10"},
+        extra_args=[
+            "--node-labels",
+            f"{SCENARIO_LABEL}={s.ns}",
+            "--dra-slice-file",
+            str(slice_file),
+        ],  # fmt: skip
+    )
+    s.kubelets.append(proc.name)
+
+    async def published() -> bool:
+        slices = (await s.client.list(types_pb2.ResourceSlice)).items
+        assert any(x.spec.node_name == full for x in slices), "no slice yet"
+        return True
+
+    await s.eventually(published, timeout=within)
+    return full

@@ -23,7 +23,7 @@ import pytest
 from kemu.api.v1 import types_pb2
 from kemu.component.featuregate import DRA_PREEMPTION
 from kemu.testing import Cluster, dra
-from kemu.testing.scenarios import SCENARIO_LABEL, Scenario
+from kemu.testing.scenarios import Scenario
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -65,26 +65,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 async def node_with_one_device(s: Scenario) -> str:
     """A kubelet whose node publishes one device of DRIVER (the scenario's label on it)."""
-    full = s.node_name("n1")
-    proc = s.cluster.start_kubelet(
-        full,
-        capacity={"cpu": "4", "memory": "8Gi", "pods": "10"},
-        extra_args=[
-            "--node-labels",
-            f"{SCENARIO_LABEL}={s.ns}",
-            "--dra-slice-file",
-            str(s.cluster.root / "slice.yaml"),
-        ],  # fmt: skip
-    )
-    s.kubelets.append(proc.name)
-
-    async def published() -> bool:
-        slices = (await s.client.list(types_pb2.ResourceSlice)).items
-        assert any(x.spec.node_name == full for x in slices), "no slice yet"
-        return True
-
-    await s.eventually(published, timeout=TIMEOUT)
-    return full
+    return await dra.kubelet_publishing(s, s.cluster.root / "slice.yaml", within=TIMEOUT)
 
 
 async def claimed_pod(
