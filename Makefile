@@ -9,7 +9,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-long chromium unit integration lint gen check-gen bench bench-scale chaos skew fuzz clean
+.PHONY: run test test-long chromium unit integration lint gen gen-openapi check-gen bench bench-scale chaos skew fuzz clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -60,8 +60,13 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-gen: $(STAMP)
+gen: $(STAMP) gen-openapi
 	hack/gen-proto.sh
+
+# Upstream's OpenAPI definitions of the kinds kemu serves (kemu/machinery/openapi/data), from the
+# pinned wheel kubernetes-validate (a dev dependency): rerun after adding a kind.
+gen-openapi: $(STAMP)
+	$(BIN)/python hack/gen_openapi.py kemu/machinery/openapi/data
 
 check-gen: $(STAMP)
 	rm -rf $(VENV)/gen && mkdir -p $(VENV)/gen
@@ -70,6 +75,9 @@ check-gen: $(STAMP)
 	  diff -r -x __pycache__ -x __init__.py -x py.typed $(VENV)/gen/$$d $$d \
 	    || { echo "$$d is stale: run 'make gen' and commit the result" >&2; exit 1; }; \
 	done
+	$(BIN)/python hack/gen_openapi.py $(VENV)/gen/openapi
+	diff -r $(VENV)/gen/openapi kemu/machinery/openapi/data \
+	  || { echo "kemu/machinery/openapi/data is stale: run 'make gen-openapi' and commit the result" >&2; exit 1; }
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

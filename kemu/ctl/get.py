@@ -84,16 +84,16 @@ class Printer:
                 self.ctx.print(printers.name_of(o))
         elif out == "json":
             for o in objs:
-                self.ctx.print(printers.dump_json(convert.to_dict(o)))
+                self.ctx.print(printers.dump_json(convert.to_dict(o, wire=True)))
         elif out == "yaml":
             for o in objs:
                 if self._yaml_docs:
                     self.ctx.print("---")
                 self._yaml_docs += 1
-                self.ctx.print(printers.dump_yaml(convert.to_dict(o)))
+                self.ctx.print(printers.dump_yaml(convert.to_dict(o, wire=True)))
         else:
             for o in objs:
-                self.ctx.print(_jsonpath(out, convert.to_dict(o)))
+                self.ctx.print(_jsonpath(out, convert.to_dict(o, wire=True)))
 
     def print_result(self, objs: Sequence[Message], *, single: bool) -> None:
         """The answer of a get: one object as itself when `single`, otherwise a List."""
@@ -101,7 +101,7 @@ class Printer:
         if out is None or out == "wide" or out == "name":
             self.print_each(objs)
             return
-        data = convert.to_dict(objs[0]) if single else printers.as_list(objs)
+        data = convert.to_dict(objs[0], wire=True) if single else printers.as_list(objs)
         if out == "json":
             self.ctx.print(printers.dump_json(data))
         elif out == "yaml":

@@ -50,7 +50,11 @@ def row(
 
 
 def as_list(objs: Sequence[Message]) -> JSONObject:
-    return {"apiVersion": "v1", "kind": "List", "items": [convert.to_dict(o) for o in objs]}
+    return {
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": [convert.to_dict(o, wire=True) for o in objs],
+    }
 
 
 def dump_json(data: object) -> str:

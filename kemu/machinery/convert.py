@@ -26,6 +26,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from kemu.machinery import openapi
 from kemu.machinery.errors import BadRequest, Cause, Invalid
 from kemu.machinery.jsonvalue import JSON, JSONObject
 from kemu.machinery.kinds import Kind, kind_of
@@ -187,9 +188,11 @@ def _by_name(desc: Descriptor) -> dict[str, _Field]:
 def message_to_dict(msg: Message, *, wire: bool = False) -> JSONObject:
     """A message as a JSON-ready dict with Kubernetes field names, empty fields omitted.
 
-    `wire`: times as upstream serializes them (metav1.Time to the second, MicroTime to the
-    microsecond: the REST edge); without it they keep what is stored, so that the registry's
-    patch round trip loses nothing.
+    `wire`: as upstream serializes (the REST edge, kemuctl's -o json|yaml): times as metav1.Time
+    (to the second) and MicroTime (to the microsecond), and the scalar fields upstream's Go
+    structs have without omitempty written even when zero (openapi.always_written: the required
+    fields of upstream's OpenAPI); without it times keep what is stored and only what is set is
+    written, so that the registry's patch round trip loses nothing.
 
     ListFields yields only what is set (in field-number order, which is declaration order in
     kemu's protos), so the cost grows with what an object carries, not with how many fields
@@ -218,6 +221,9 @@ def message_to_dict(msg: Message, *, wire: bool = False) -> JSONObject:
                 out[f.json_name] = rendered
         else:
             out[f.json_name] = _scalar_out(value)
+    if wire:  # what upstream's encoder writes even when zero (Go fields without omitempty)
+        for name, zero in openapi.always_written(msg.DESCRIPTOR):
+            out.setdefault(name, zero)
     return out
 
 

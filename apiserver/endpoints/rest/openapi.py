@@ -1,7 +1,9 @@
-"""OpenAPI v3 of the REST edge (/openapi/v3 and /openapi/v3/<group path>), generated from the
-protobuf descriptors of kemu's kinds: what kubectl needs for `explain` (schemas tagged with
-x-kubernetes-group-version-kind) and to know that the server validates fields itself (the
-PATCH operations list the fieldValidation parameter)."""
+"""OpenAPI v3 of the REST edge (/openapi/v3 and /openapi/v3/<group path>): upstream's
+definitions of the kinds served at the emulated version (kemu.machinery.openapi, generated
+from upstream's api/openapi-spec by `make gen-openapi`), what kubectl reads for `explain`
+(descriptions, schemas tagged with x-kubernetes-group-version-kind) and for its patches
+(x-kubernetes-patch-strategy / -patch-merge-key), and operations listing the fieldValidation
+parameter (the server validates fields itself)."""
 
 from __future__ import annotations
 
@@ -10,198 +12,75 @@ import json
 from functools import cache
 from typing import Final
 
-from google.protobuf.descriptor import Descriptor, FieldDescriptor
-
 from apiserver.endpoints.rest import discovery
-from kemu.api.v1 import types_pb2
-from kemu.machinery import patch as patches
-from kemu.machinery import podgroups
-from kemu.machinery.jsonvalue import JSONArray, JSONObject
+from kemu.machinery import openapi as upstream
+from kemu.machinery.jsonvalue import JSON, JSONArray, JSONObject
 from kemu.machinery.kinds import ALL_SERVED, KINDS, Kind, Served
 
-_TIMESTAMP: Final = "google.protobuf.Timestamp"
-_INT_OR_STRING: Final = "kemu.api.v1.IntOrString"
-_INTS: Final = {
-    FieldDescriptor.TYPE_INT32: "int32",
-    FieldDescriptor.TYPE_SINT32: "int32",
-    FieldDescriptor.TYPE_UINT32: "int32",
-    FieldDescriptor.TYPE_INT64: "int64",
-    FieldDescriptor.TYPE_SINT64: "int64",
-    FieldDescriptor.TYPE_UINT64: "int64",
-}
 _QUERY: Final = ("dryRun", "fieldManager", "fieldValidation", "force")
+_REF: Final = "#/components/schemas/"
 
 
-def _schema_name(desc: Descriptor) -> str:
-    kind = _kind_by_message().get(desc.full_name)
-    if kind is not None:
-        group, version = discovery.group_version(kind)
-        return f"io.k8s.api.{group or 'core'}.{version}.{kind.kind}"
-    return desc.full_name
+def _v3(value: JSON) -> JSON:
+    """A stored schema (bare names in `$ref`) in OpenAPI v3's form: a named type as
+    upstream's v3 writes it, `allOf` [the reference] beside its description."""
+    if not isinstance(value, dict):
+        return value
+    out: JSONObject = {}
+    for key, v in value.items():
+        if key == "$ref":
+            out["allOf"] = [{"$ref": f"{_REF}{v}"}]
+        elif key in ("items", "additionalProperties"):
+            out[key] = _v3(v)
+        elif key == "properties" and isinstance(v, dict):
+            out[key] = {name: _v3(p) for name, p in v.items()}
+        else:
+            out[key] = v
+    return out
 
 
-@cache
-def _kind_by_message() -> dict[str, Kind]:
-    return {k.message.DESCRIPTOR.full_name: k for k in KINDS}
+def _refs(value: JSON, found: set[str]) -> None:
+    if isinstance(value, dict):
+        ref = value.get("$ref")
+        if isinstance(ref, str):
+            found.add(ref)
+        for v in value.values():
+            _refs(v, found)
 
 
-def _ref(desc: Descriptor) -> JSONObject:
-    return {"allOf": [{"$ref": f"#/components/schemas/{_schema_name(desc)}"}], "default": {}}
-
-
-def _scalar(fd: FieldDescriptor) -> JSONObject:
-    if fd.type in _INTS:
-        return {"type": "integer", "format": _INTS[fd.type]}
-    if fd.type == FieldDescriptor.TYPE_BOOL:
-        return {"type": "boolean"}
-    if fd.type in (FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FLOAT):
-        return {"type": "number", "format": "double"}
-    if fd.type == FieldDescriptor.TYPE_BYTES:
-        return {"type": "string", "format": "byte"}
-    return {"type": "string", "default": ""}
-
-
-def _value(fd: FieldDescriptor, found: dict[str, Descriptor]) -> JSONObject:
-    if fd.message_type is None:
-        return _scalar(fd)
-    name = fd.message_type.full_name
-    if name == _TIMESTAMP:
-        return {"type": "string", "format": "date-time"}
-    if name == _INT_OR_STRING:
-        return {"x-kubernetes-int-or-string": True}
-    found[name] = fd.message_type
-    return _ref(fd.message_type)
-
-
-def _field(fd: FieldDescriptor, found: dict[str, Descriptor]) -> JSONObject:
-    msg = fd.message_type
-    if msg is not None and msg.GetOptions().map_entry:
-        return {
-            "type": "object",
-            "additionalProperties": _value(msg.fields_by_name["value"], found),
-        }
-    if fd.is_repeated:
-        return {"type": "array", "items": _value(fd, found)}
-    return _value(fd, found)
-
-
-def _object_schema(desc: Descriptor, found: dict[str, Descriptor]) -> JSONObject:
-    props: JSONObject = {}
-    fields = {fd.json_name: _field(fd, found) for fd in desc.fields}
-    for name, prop in fields.items():  # what kubectl computes strategic merge patches with
-        key = patches.MERGE_KEYS.get((desc.name, name))
-        if key is not None:
-            prop["x-kubernetes-patch-merge-key"] = key
-            prop["x-kubernetes-patch-strategy"] = (
-                "merge,retainKeys" if (desc.name, name) == ("PodSpec", "volumes") else "merge"
-            )
-        elif (desc.name, name) in patches.MERGED_SCALAR_LISTS:
-            prop["x-kubernetes-patch-strategy"] = "merge"
-    props.update(fields)
-    schema: JSONObject = {"type": "object", "properties": props}
-    kind = _kind_by_message().get(desc.full_name)
-    if kind is not None:
-        group, version = discovery.group_version(kind)
-        props["apiVersion"] = {"type": "string"}
-        props["kind"] = {"type": "string"}
-        schema["x-kubernetes-group-version-kind"] = [
-            {"group": group, "version": version, "kind": kind.kind}
-        ]
-    return schema
+def schema_name(kind: Kind, group: str, version: str, minor: int) -> str:
+    """Upstream's definition of `kind` served as group/version (io.k8s.api.core.v1.Pod)."""
+    return upstream.schema_for(kind.kind, f"{group}/{version}" if group else version, minor).name
 
 
 @cache
 def _schemas(served: Served = ALL_SERVED) -> JSONObject:
+    """Upstream's definitions reachable from the kinds `served` serves, in v3's form."""
+    raw = upstream.raw_definitions(served.minor)
+    todo = [
+        upstream.schema_for(k.kind, gv, served.minor).name
+        for k in KINDS
+        for gv in served.api_versions.get(k.kind, ())
+    ]
     out: JSONObject = {}
-    todo: dict[str, Descriptor] = {k.message.DESCRIPTOR.full_name: _desc(k) for k in KINDS}
     while todo:
-        name, desc = todo.popitem()
-        key = _schema_name(desc)
-        if key in out:
+        name = todo.pop()
+        if name in out:
             continue
-        found: dict[str, Descriptor] = {}
-        out[key] = _object_schema(desc, found)
-        todo.update({n: d for n, d in found.items() if _schema_name(d) not in out})
-    for k in KINDS:
-        for gv in served.api_versions.get(k.kind, ()):
-            if gv != k.api_version:
-                _versioned_schemas(k, gv, out)
-    # a pod's group reference: the one field its version has (podgroups.pod_fields_served)
-    pod_spec = out[types_pb2.PodSpec.DESCRIPTOR.full_name]  # (not a kind: named so)
-    assert isinstance(pod_spec, dict) and isinstance(pod_spec["properties"], dict)
-    absent = podgroups.pod_field_absent(served.minor)
-    pod_spec["properties"] = {k: v for k, v in pod_spec["properties"].items() if k != absent}
+        found: set[str] = set()
+        _refs(raw[name], found)
+        out[name] = _v3(raw[name])
+        todo.extend(sorted(found - out.keys()))
     return dict(sorted(out.items()))
-
-
-def _versioned_name(kind: Kind, api_version: str, name: str = "") -> str:
-    group, _, version = api_version.rpartition("/")
-    return f"io.k8s.api.{group or 'core'}.{version}.{name or kind.kind}"
-
-
-def _versioned_schemas(kind: Kind, api_version: str, out: JSONObject) -> None:
-    """The schemas of `kind` served as `api_version`: its version's shape
-    (kemu.machinery.podgroups.SHAPES), or the message's own under the version's name."""
-    group, _, version = api_version.rpartition("/")
-    gvk: JSONArray = [{"group": group, "version": version, "kind": kind.kind}]
-    shape = podgroups.SHAPES.get((api_version, kind.kind))
-    if shape is None:
-        own = out[_schema_name(_desc(kind))]
-        assert isinstance(own, dict)
-        out[_versioned_name(kind, api_version)] = {**own, "x-kubernetes-group-version-kind": gvk}
-        return
-    schema = _shape_schema(shape, api_version, out)
-    top = out[_versioned_name(kind, api_version, shape.name)]
-    assert isinstance(top, dict) and isinstance(schema, dict)
-    props = top["properties"]
-    assert isinstance(props, dict)
-    props["apiVersion"] = {"type": "string"}
-    props["kind"] = {"type": "string"}
-    top["x-kubernetes-group-version-kind"] = gvk
-
-
-def _shape_schema(shape: podgroups.Shape, api_version: str, out: JSONObject) -> JSONObject:
-    """The schema of a field of `shape` (its structs added to `out` by name)."""
-    if isinstance(shape, podgroups.Arr):
-        return {"type": "array", "items": _shape_schema(shape.item, api_version, out)}
-    if shape == "string":
-        return {"type": "string", "default": ""}
-    if shape == "integer":
-        return {"type": "integer", "format": "int32"}
-    if isinstance(shape, str):  # one of kemu's messages, by its full name
-        desc = types_pb2.DESCRIPTOR.message_types_by_name[shape.rpartition(".")[2]]
-        return _ref_named(_schema_name(desc))
-    group, _, version = api_version.rpartition("/")
-    name = f"io.k8s.api.{group}.{version}.{shape.name}"
-    if name not in out:
-        props: JSONObject = {}
-        schema: JSONObject = {"type": "object", "properties": props}
-        if shape.description:
-            schema["description"] = shape.description
-        out[name] = schema
-        for field, child in shape.fields:
-            props[field] = _shape_schema(child, api_version, out)
-    return _ref_named(name)
-
-
-def _ref_named(name: str) -> JSONObject:
-    return {"allOf": [{"$ref": f"#/components/schemas/{name}"}], "default": {}}
-
-
-def _desc(kind: Kind) -> Descriptor:
-    desc: Descriptor = kind.message.DESCRIPTOR  # type: ignore[assignment]
-    return desc
 
 
 def _base(group: str, version: str) -> str:
     return f"/apis/{group}/{version}" if group else f"/api/{version}"
 
 
-def _operations(kind: Kind, group: str, version: str) -> JSONObject:
+def _operations(kind: Kind, group: str, version: str, minor: int) -> JSONObject:
     gvk: JSONObject = {"group": group, "version": version, "kind": kind.kind}
-    gv = f"{group}/{version}" if group else version
-    schema = _schema_name(_desc(kind)) if gv == kind.api_version else _versioned_name(kind, gv)
-    ref: JSONObject = {"$ref": f"#/components/schemas/{schema}"}
+    ref: JSONObject = {"$ref": f"{_REF}{schema_name(kind, group, version, minor)}"}
     ok: JSONObject = {
         "200": {"description": "OK", "content": {"application/json": {"schema": ref}}}
     }
@@ -240,7 +119,7 @@ def document_dict(group: str, version: str, served: Served = ALL_SERVED) -> JSON
     """The v3 document of one group version (openapi_v2 reads it too)."""
     paths: JSONObject = {}
     for k in discovery.kinds_of(group, version, served):
-        paths.update(_operations(k, group, version))
+        paths.update(_operations(k, group, version, served.minor))
     return {
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": "kemu"},

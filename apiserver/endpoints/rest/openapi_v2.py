@@ -1,5 +1,5 @@
 """OpenAPI v2 (/openapi/v2), the same schemas and operations as v3 (openapi.py, one source:
-the proto descriptors) in Swagger 2.0's shape. kubectl asks for it in gnostic's protobuf
+upstream's definitions, kemu.machinery.openapi) in Swagger 2.0's shape. kubectl asks for it in gnostic's protobuf
 encoding (application/com.github.proto-openapi.spec.v2@v1.0+protobuf, the
 openapi_v2.Document of github.com/google/gnostic-models) for `explain
 --output=plaintext-openapiv2` and where a server has no v3; other clients get JSON.
@@ -45,19 +45,12 @@ def _string(value: JSON) -> str:
 
 
 def _schema(v3: JSONObject) -> JSONObject:
-    """A v3 schema of openapi.py in v2's dialect: refs to #/definitions without allOf
-    wrapping, int-or-string as upstream's v2 writes it."""
-    all_of = v3.get("allOf")
-    if isinstance(all_of, list) and len(all_of) == 1:
-        only = _object(all_of[0])
-        if "$ref" in only:
-            return {"$ref": _V2_REF + _string(only["$ref"]).removeprefix(_V3_REF)}
-    if v3.get("x-kubernetes-int-or-string"):
-        return {"type": "string", "format": "int-or-string"}
+    """A v3 schema of openapi.py in v2's dialect: refs to #/definitions beside their
+    description, without v3's allOf wrapping (as upstream's v2 writes them)."""
     out: JSONObject = {}
     for key, value in v3.items():
-        if key == "$ref":
-            out[key] = _V2_REF + str(value).removeprefix(_V3_REF)
+        if key == "allOf" and isinstance(value, list) and len(value) == 1:
+            out["$ref"] = _V2_REF + _string(_object(value[0])["$ref"]).removeprefix(_V3_REF)
         elif key == "properties":
             out[key] = {name: _schema(_object(p)) for name, p in _object(value).items()}
         elif key in ("items", "additionalProperties") and isinstance(value, dict):
@@ -125,6 +118,8 @@ def _schema_pb(s: JSONObject) -> bytes:
         out += _str(2, _string(s["format"]))
     if "description" in s:
         out += _str(4, _string(s["description"]))
+    for name in _array(s.get("required", [])):  # (repeated string required = 19)
+        out += _str(19, _string(name))
     if "additionalProperties" in s:
         additional = _schema_pb(_object(s["additionalProperties"]))
         out += field_bytes(21, field_bytes(1, additional))

@@ -4,6 +4,7 @@ clients, Table output and OpenAPI."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -298,6 +299,7 @@ def test_table_has_the_wide_pod_columns_at_priority_1() -> None:
 
 
 def test_openapi_tags_every_kind_and_lists_field_validation_on_patch() -> None:
+    """S-API-OPENAPI-1: upstream's definitions, descriptions and patch strategies included."""
     index = _served(openapi.index())
     assert "api/v1" in index["paths"] and "apis/apps/v1" in index["paths"]
     doc = openapi.document("", "v1")
@@ -307,11 +309,23 @@ def test_openapi_tags_every_kind_and_lists_field_validation_on_patch() -> None:
     assert pod["x-kubernetes-group-version-kind"] == [{"group": "", "version": "v1", "kind": "Pod"}]
     patch = parsed["paths"]["/api/v1/namespaces/{namespace}/pods/{name}"]["patch"]
     assert "fieldValidation" in [p["name"] for p in patch["parameters"]]
-    containers = parsed["components"]["schemas"]["kemu.api.v1.PodSpec"]["properties"]["containers"]
+    schemas = parsed["components"]["schemas"]
+    containers = schemas["io.k8s.api.core.v1.PodSpec"]["properties"]["containers"]
     assert containers["x-kubernetes-patch-merge-key"] == "name"
     assert containers["x-kubernetes-patch-strategy"] == "merge"
-    ports = parsed["components"]["schemas"]["kemu.api.v1.ServiceSpec"]["properties"]["ports"]
+    assert containers["x-kubernetes-list-map-keys"] == ["name"]
+    assert containers["description"].startswith("List of containers belonging to the pod.")
+    assert containers["items"] == {
+        "allOf": [{"$ref": "#/components/schemas/io.k8s.api.core.v1.Container"}]
+    }
+    ports = schemas["io.k8s.api.core.v1.ServiceSpec"]["properties"]["ports"]
     assert ports["x-kubernetes-patch-merge-key"] == "port"
+    status = schemas["io.k8s.api.core.v1.ContainerStatus"]
+    assert {"imageID", "restartCount"} <= set(status["required"])
+    assert schemas["io.k8s.apimachinery.pkg.util.intstr.IntOrString"]["format"] == "int-or-string"
+    refs = json.dumps(schemas)
+    referenced = set(re.findall(r'"#/components/schemas/([^"]+)"', refs))
+    assert referenced and referenced <= schemas.keys()  # every reference resolves
 
 
 def test_openapi_v2_has_the_v3_schemas_in_swagger_shape() -> None:
@@ -319,7 +333,9 @@ def test_openapi_v2_has_the_v3_schemas_in_swagger_shape() -> None:
     assert doc["swagger"] == "2.0"
     pod = doc["definitions"]["io.k8s.api.core.v1.Pod"]
     assert pod["x-kubernetes-group-version-kind"] == [{"group": "", "version": "v1", "kind": "Pod"}]
-    assert pod["properties"]["spec"] == {"$ref": "#/definitions/kemu.api.v1.PodSpec"}
+    spec = pod["properties"]["spec"]
+    assert spec["$ref"] == "#/definitions/io.k8s.api.core.v1.PodSpec"
+    assert spec["description"].startswith("Specification of the desired behavior of the pod.")
     refs = json.dumps(doc)
     assert "#/components/" not in refs and '"allOf"' not in refs
     top = protobuf.fields(openapi_v2.protobuf_bytes())  # gnostic's Document
