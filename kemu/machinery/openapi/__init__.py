@@ -106,15 +106,18 @@ def _patched(definition: JSON, patch: JSON) -> JSONObject:
     return out
 
 
-@cache
 def raw_definitions(minor: int) -> Mapping[str, JSONObject]:
     """Upstream's definitions at 1.`minor` as stored (hack/gen_openapi.py): OpenAPI
     schemas whose `$ref` and items' `$ref` hold a definition's bare name."""
-    data = _data_minor(minor)
+    return _raw(_data_minor(minor))
+
+
+@cache
+def _raw(data: int) -> Mapping[str, JSONObject]:
     if data == NEWEST_MINOR:
         defs = _load(f"v1.{NEWEST_MINOR}.json")
         return {k: v for k, v in defs.items() if isinstance(v, dict)}
-    out = dict(raw_definitions(data + 1))
+    out = dict(_raw(data + 1))
     diff = _load(f"v1.{data}.diff.json")
     for name in _strs(diff.get("drop")):
         out.pop(name, None)
@@ -180,14 +183,22 @@ def _definition(name: str, d: JSONObject) -> Definition:
     )
 
 
-@cache
 def definitions(minor: int = NEWEST_MINOR) -> Mapping[str, Definition]:
-    return {name: _definition(name, d) for name, d in raw_definitions(minor).items()}
+    return _typed(_data_minor(minor))
 
 
 @cache
+def _typed(data: int) -> Mapping[str, Definition]:
+    return {name: _definition(name, d) for name, d in _raw(data).items()}
+
+
 def _by_gvk(minor: int) -> Mapping[GroupVersionKind, Definition]:
-    return {gvk: d for d in definitions(minor).values() for gvk in d.gvks}
+    return _gvks(_data_minor(minor))
+
+
+@cache
+def _gvks(data: int) -> Mapping[GroupVersionKind, Definition]:
+    return {gvk: d for d in _typed(data).values() for gvk in d.gvks}
 
 
 def schema_for(kind: str, api_version: str, minor: int = NEWEST_MINOR) -> Definition:
