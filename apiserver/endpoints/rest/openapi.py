@@ -15,7 +15,7 @@ from typing import Final
 from apiserver.endpoints.rest import discovery
 from kemu.machinery import openapi as upstream
 from kemu.machinery.jsonvalue import JSON, JSONArray, JSONObject
-from kemu.machinery.kinds import ALL_SERVED, KINDS, Kind, Served
+from kemu.machinery.kinds import ALL_SERVED, Kind, Served
 
 _QUERY: Final = ("dryRun", "fieldManager", "fieldValidation", "force")
 _REF: Final = "#/components/schemas/"
@@ -54,13 +54,13 @@ def schema_name(kind: Kind, group: str, version: str, minor: int) -> str:
 
 
 @cache
-def _schemas(served: Served = ALL_SERVED) -> JSONObject:
-    """Upstream's definitions reachable from the kinds `served` serves, in v3's form."""
+def _schemas(group: str, version: str, served: Served = ALL_SERVED) -> JSONObject:
+    """Upstream's definitions reachable from the kinds `served` serves as group/version, in
+    v3's form (as upstream's per-group-version documents hold)."""
     raw = upstream.raw_definitions(served.minor)
     todo = [
-        upstream.schema_for(k.kind, gv, served.minor).name
-        for k in KINDS
-        for gv in served.api_versions.get(k.kind, ())
+        schema_name(k, group, version, served.minor)
+        for k in discovery.kinds_of(group, version, served)
     ]
     out: JSONObject = {}
     while todo:
@@ -124,7 +124,7 @@ def document_dict(group: str, version: str, served: Served = ALL_SERVED) -> JSON
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": "kemu"},
         "paths": paths,
-        "components": {"schemas": _schemas(served)},
+        "components": {"schemas": _schemas(group, version, served)},
     }
 
 
