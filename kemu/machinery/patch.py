@@ -18,6 +18,7 @@ from typing import Final
 
 from google.protobuf.descriptor import Descriptor
 
+from kemu.machinery import openapi
 from kemu.machinery.convert import element_type, merge_patch
 from kemu.machinery.errors import BadRequest, Invalid
 from kemu.machinery.jsonvalue import JSON as JSONValue  # (JSON: the patch type below)
@@ -29,47 +30,30 @@ JSON = "application/json-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
 PATCH_TYPES: Final = (MERGE, JSON, STRATEGIC)
 
-# upstream's patchMergeKey of the list fields with patchStrategy merge, by (kemu message name,
-# JSON field name); kemu's messages are named after upstream's types.
-MERGE_KEYS: Final[dict[tuple[str, str], str]] = {
-    ("ObjectMeta", "ownerReferences"): "uid",
-    ("PodSpec", "containers"): "name",
-    ("PodSpec", "initContainers"): "name",
-    ("PodSpec", "ephemeralContainers"): "name",
-    ("PodSpec", "volumes"): "name",  # merge,retainKeys
-    ("PodSpec", "imagePullSecrets"): "name",
-    ("PodSpec", "hostAliases"): "ip",
-    ("PodSpec", "topologySpreadConstraints"): "topologyKey",
-    ("PodSpec", "schedulingGates"): "name",
-    ("PodSpec", "resourceClaims"): "name",
-    ("Container", "ports"): "containerPort",
-    ("Container", "env"): "name",
-    ("Container", "volumeMounts"): "mountPath",
-    ("Container", "volumeDevices"): "devicePath",
-    ("PodStatus", "conditions"): "type",
-    ("PodStatus", "podIPs"): "ip",
-    ("PodStatus", "hostIPs"): "ip",
-    ("NodeStatus", "conditions"): "type",
-    ("NodeStatus", "addresses"): "type",
-    ("ServiceSpec", "ports"): "port",
-    ("ServiceStatus", "conditions"): "type",
-    ("NamespaceStatus", "conditions"): "type",
-    ("DeploymentStatus", "conditions"): "type",
-    ("ReplicaSetStatus", "conditions"): "type",
-    ("DaemonSetStatus", "conditions"): "type",
-    ("JobStatus", "conditions"): "type",
-    ("PodDisruptionBudgetStatus", "conditions"): "type",
-    ("PersistentVolumeClaimStatus", "conditions"): "type",
-    ("StatefulSetStatus", "conditions"): "type",
-    ("ServiceAccount", "secrets"): "name",
-    ("CSINodeSpec", "drivers"): "name",
-}
-# Lists of scalars upstream merges (patchStrategy merge without a key).
-MERGED_SCALAR_LISTS: Final = frozenset({("ObjectMeta", "finalizers"), ("NodeSpec", "podCIDRs")})
+
+def _list_property(schema: Descriptor | None, name: str) -> openapi.Property | None:
+    """Upstream's OpenAPI property of a field of one of kemu's messages (kemu.machinery.openapi:
+    x-kubernetes-patch-strategy and -patch-merge-key, upstream's patchStrategy and
+    patchMergeKey struct tags)."""
+    definition = None if schema is None else openapi.definition_of_message(schema)
+    return None if definition is None else definition.properties.get(name)
 
 
 def _merge_key(schema: Descriptor | None, name: str) -> str | None:
-    return None if schema is None else MERGE_KEYS.get((schema.name, name))
+    """The key a list with patchStrategy merge merges by (ownerReferences: uid, containers:
+    name, a container's ports: containerPort); None for a list replaced whole."""
+    prop = _list_property(schema, name)
+    if prop is None or "merge" not in prop.patch_strategy.split(","):
+        return None
+    return prop.patch_merge_key or None
+
+
+def _merges_scalars(schema: Descriptor | None, name: str) -> bool:
+    """A list of scalars upstream merges (patchStrategy merge without a key: finalizers)."""
+    prop = _list_property(schema, name)
+    return (
+        prop is not None and "merge" in prop.patch_strategy.split(",") and not prop.patch_merge_key
+    )
 
 
 def _child(schema: Descriptor | None, name: str) -> Descriptor | None:
@@ -268,7 +252,7 @@ def _merge_list(
     if not isinstance(current, list):
         current = []
     if key is None:
-        if schema is not None and (schema.name, name) in MERGED_SCALAR_LISTS:
+        if _merges_scalars(schema, name):
             return [*current, *(v for v in patch if v not in current)]
         if any(isinstance(p, dict) and p.get("$patch") == "replace" for p in patch):
             return [p for p in patch if not (isinstance(p, dict) and "$patch" in p)]

@@ -5,7 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from google.protobuf.descriptor import Descriptor
+from google.protobuf.message import Message
 
+from kemu.api.v1 import types_pb2
 from kemu.machinery import patch
 from kemu.machinery.errors import BadRequest, Invalid
 from kemu.machinery.kinds import BY_KIND
@@ -149,29 +152,33 @@ def test_strategic_merge_keys_are_per_type_not_per_field_name() -> None:
     assert [t["key"] for t in out["spec"]["taints"]] == ["b"]  # NodeSpec.taints is atomic
 
 
-def test_merge_keys_name_list_fields_of_kemu_messages() -> None:
-    """Every (type, field) of the table is a list of kemu's messages (no stale names), but
-    those upstream has and kemu does not yet."""
-    from kemu.machinery.kinds import KINDS
+def _desc(msg: Message) -> Descriptor:
+    desc: Descriptor = msg.DESCRIPTOR  # type: ignore[assignment]
+    return desc
 
-    seen: dict[str, Any] = {}
 
-    def walk(desc: Any) -> None:
-        if desc.name in seen:
-            return
-        seen[desc.name] = desc
-        for f in desc.fields:
-            if f.message_type is not None:
-                walk(f.message_type)
-
-    for k in KINDS:
-        walk(k.message.DESCRIPTOR)
-    upstream_only = {("PodSpec", "ephemeralContainers"), ("PodSpec", "resourceClaims")}
-    upstream_only |= {
-        ("PodStatus", "podIPs"),
-        ("PodStatus", "hostIPs"),
-        ("NodeStatus", "addresses"),
+def test_merge_keys_are_upstreams_patch_strategies() -> None:
+    """The merge keys come from upstream's OpenAPI (x-kubernetes-patch-merge-key of the lists
+    with x-kubernetes-patch-strategy merge), for kemu's messages; what the hand-kept table had
+    before them is among them."""
+    t = types_pb2
+    had = {
+        (t.ObjectMeta, "ownerReferences"): "uid",
+        (t.PodSpec, "containers"): "name",
+        (t.PodSpec, "volumes"): "name",  # merge,retainKeys
+        (t.PodSpec, "topologySpreadConstraints"): "topologyKey",
+        (t.Container, "ports"): "containerPort",
+        (t.Container, "volumeMounts"): "mountPath",
+        (t.PodStatus, "conditions"): "type",
+        (t.NodeStatus, "conditions"): "type",
+        (t.ServiceSpec, "ports"): "port",
+        (t.PodDisruptionBudgetStatus, "conditions"): "type",
+        (t.ServiceAccount, "secrets"): "name",
+        (t.CSINodeSpec, "drivers"): "name",
     }
-    for type_name, field in set(patch.MERGE_KEYS) - upstream_only:
-        desc = seen[type_name]
-        assert any(f.json_name == field and f.is_repeated for f in desc.fields), (type_name, field)
+    for (message, field), key in had.items():
+        assert patch._merge_key(_desc(message()), field) == key, (message, field)
+    assert patch._merge_key(_desc(t.NodeSpec()), "taints") is None  # atomic
+    assert patch._merges_scalars(_desc(t.ObjectMeta()), "finalizers")
+    assert patch._merges_scalars(_desc(t.NodeSpec()), "podCIDRs")
+    assert not patch._merges_scalars(_desc(t.PodSpec()), "containers")
