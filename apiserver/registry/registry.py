@@ -28,10 +28,12 @@ from apiserver.admission.default_toleration_seconds import (
     DefaultTolerationSeconds,
 )
 from apiserver.admission.namespace_lifecycle import NamespaceLifecycle, check_deletable
+from apiserver.admission.resource_quota import ResourceQuotaAdmission
 from apiserver.registry.eviction import EvictionREST
 from apiserver.registry.patch import merge_patched, parse_patch
 from apiserver.registry.store import GenericStore, Mutation, Stored, copy_of, meta_of
 from apiserver.registry.subresources import (
+    ApprovalREST,
     BindingREST,
     FinalizeREST,
     ObjectREST,
@@ -120,6 +122,7 @@ class Registry:
             subresources.STATUS.name: StatusREST(options, self._now, self._cached_namespace),
             subresources.RESIZE.name: ResizeREST(options, self._gates),
             subresources.FINALIZE.name: FinalizeREST(self.store),
+            subresources.APPROVAL.name: ApprovalREST(options, self._now),  # issue #57 kinds-a
         }
         self.binding = BindingREST(self.store, self.lifecycle, self._gates)
         self.eviction = EvictionREST(
@@ -240,6 +243,7 @@ class Registry:
         if causes:
             raise Invalid.from_causes(f'{kind.kind} "{meta.name}"', causes)
         await self.admission.validate_create(obj)
+        await ResourceQuotaAdmission(self.store).admit_create(obj)  # issue #57 kinds-a
         return obj, await self.store.create(kind, obj)
 
     # ------------------------------------------------------------ update
