@@ -235,7 +235,8 @@ def charge(
     if not usage or not matches(rq, obj):
         return None
     limited = set(rq.spec.hard)
-    if not limited & set(usage):
+    pod_constrained = isinstance(obj, types_pb2.Pod) and bool(limited & _VALIDATION_SET)
+    if not limited & set(usage) and not pod_constrained:
         return None
     what = f'{resource} "{name}" is forbidden'
     qname = rq.metadata.name
