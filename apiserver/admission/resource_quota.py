@@ -28,8 +28,6 @@ class QuotaStore(Protocol):
     """What the plugin needs of the registry's store (apiserver.registry.store.GenericStore):
     the quotas' watch cache, the time, and a compare-and-swap write."""
 
-    def cache(self, kind: Kind) -> WatchCache: ...
-
     def now(self) -> float: ...
 
     async def guaranteed_update(
@@ -44,15 +42,18 @@ class QuotaStore(Protocol):
 
 
 class ResourceQuotaAdmission:
-    def __init__(self, store: QuotaStore) -> None:
+    def __init__(self, store: QuotaStore, quotas: WatchCache | None) -> None:
+        """`quotas`: the ResourceQuotas' watch cache (None: a registry of a unit test's few
+        kinds, which has no quota to charge)."""
         self._store = store
+        self._quotas = quotas
 
     async def admit_create(self, obj: Message) -> None:
         kind = kind_of(obj)
-        if not kind.namespaced or kind is _QUOTAS:
+        if not kind.namespaced or kind is _QUOTAS or self._quotas is None:
             return
         meta = object_meta(obj)
-        cache = self._store.cache(_QUOTAS)
+        cache = self._quotas
         now = self._store.now()
         candidates = [
             co.obj

@@ -103,6 +103,7 @@ class Registry:
             self._cached_namespace, self._live_namespace, clock=self._clock
         )
         self._eviction_rules = VersionRules.at(settings.version)
+        self._quota_cache = caches.get(BY_KIND["ResourceQuota"].resource)  # issue #57 kinds-a
         self.served = Served.at(
             settings.version.minor, settings.gates.enabled, settings.runtime_config
         )
@@ -125,6 +126,7 @@ class Registry:
             subresources.APPROVAL.name: ApprovalREST(options, self._now),  # issue #57 kinds-a
         }
         self.binding = BindingREST(self.store, self.lifecycle, self._gates)
+        self._quota = ResourceQuotaAdmission(self.store, self._quota_cache)  # issue #57 kinds-a
         self.eviction = EvictionREST(
             self.store,
             self.lifecycle,
@@ -243,7 +245,7 @@ class Registry:
         if causes:
             raise Invalid.from_causes(f'{kind.kind} "{meta.name}"', causes)
         await self.admission.validate_create(obj)
-        await ResourceQuotaAdmission(self.store).admit_create(obj)  # issue #57 kinds-a
+        await self._quota.admit_create(obj)  # issue #57 kinds-a
         return obj, await self.store.create(kind, obj)
 
     # ------------------------------------------------------------ update
