@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from kemu.testing.cluster import Cluster
+from kemu.testing.processes import python_env, run_python_module
 from tests.integration.cli.kubectl_env import KUBECTL, Kubectl
 
 pytestmark = [
@@ -330,3 +331,21 @@ def test_s_api_quota_1_refused_over_quota(
     header, line = out.splitlines()[:2]
     assert header.split() == ["NAME", "AGE", "REQUEST", "LIMIT"]
     assert "pods: 1/1, requests.cpu: 100m/1" in line
+
+
+def test_s_api_rbac_6_kemuctl_get_through_the_grpc_edge(cluster: Cluster, ns: str) -> None:
+    """S-API-RBAC-6: kemuctl (gRPC) lists the kinds with the same tables."""
+    env = python_env({"KEMU_SERVER": cluster.server})
+
+    def kemuctl(*args: str) -> list[str]:
+        done = run_python_module("kemu.ctl", args, env=env)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.splitlines()
+
+    assert kemuctl("get", "rolebindings", "-n", ns)[1].split()[:2] == [
+        "read-pods",
+        "Role/pod-reader",
+    ]
+    assert kemuctl("get", "netpol", "-n", ns)[1].split()[:2] == ["deny-ingress", "app=web"]
+    assert kemuctl("get", "limits", "-n", ns)[1].split()[0] == "limits"
+    assert "v1.apps" in "\n".join(kemuctl("get", "apiservices"))
