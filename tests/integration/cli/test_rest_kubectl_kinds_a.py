@@ -349,3 +349,33 @@ def test_s_api_rbac_6_kemuctl_get_through_the_grpc_edge(cluster: Cluster, ns: st
     assert kemuctl("get", "netpol", "-n", ns)[1].split()[:2] == ["deny-ingress", "app=web"]
     assert kemuctl("get", "limits", "-n", ns)[1].split()[0] == "limits"
     assert "v1.apps" in "\n".join(kemuctl("get", "apiservices"))
+
+
+def test_s_api_rbac_7_typed_clients_write_protobuf(kubectl: Kubectl, ns: str) -> None:
+    """S-API-RBAC-7, S-API-NET-6, S-API-QUOTA-5: `kubectl create role|rolebinding|ingress|
+    quota` send protobuf bodies (kubectl's typed clients), read with upstream's field
+    numbers."""
+    kubectl.run("create", "role", "cm-reader", "-n", ns, "--verb=get,list", "--resource=configmaps")
+    role = kubectl.json("get", "role", "cm-reader", "-n", ns)
+    assert role["rules"] == [
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}
+    ]
+    kubectl.run(
+        "create", "rolebinding", "cm", "-n", ns, "--role=cm-reader", f"--serviceaccount={ns}:sa"
+    )
+    rb = kubectl.json("get", "rolebinding", "cm", "-n", ns)
+    assert rb["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": "cm-reader",
+    }
+    assert rb["subjects"] == [{"kind": "ServiceAccount", "name": "sa", "namespace": ns}]
+    kubectl.run("create", "ingress", "simple", "-n", ns, "--rule=foo.com/bar=svc1:8080")
+    ing = kubectl.json("get", "ingress", "simple", "-n", ns)
+    (path,) = ing["spec"]["rules"][0]["http"]["paths"]
+    assert path["pathType"] == "Exact"
+    assert path["backend"]["service"] == {"name": "svc1", "port": {"number": 8080}}
+    kubectl.run("create", "quota", "cm-quota", "-n", ns, "--hard=configmaps=10")
+    assert kubectl.json("get", "quota", "cm-quota", "-n", ns)["spec"]["hard"] == {
+        "configmaps": "10"
+    }
