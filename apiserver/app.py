@@ -35,6 +35,7 @@ from apiserver.endpoints.clock import ClockService
 from apiserver.endpoints.inflight import InflightMetrics, MaxInflight
 from apiserver.endpoints.lists import Lister
 from apiserver.endpoints.metrics import Metrics
+from apiserver.endpoints.rest import discovery
 from apiserver.endpoints.rest.server import RestApi
 from apiserver.endpoints.rest.server import serve as serve_rest
 from apiserver.endpoints.servicer import ApiService
@@ -44,12 +45,14 @@ from apiserver.registry.registry import Registry, RegistrySettings
 from apiserver.settings import ApiserverSettings
 from apiserver.storage.etcd import EtcdStore
 from apiserver.storage.watch_cache import WatchCache
-from kemu.api.v1 import api_pb2
+from kemu.api.v1 import api_pb2, types_pb2
 from kemu.component.runner import ComponentContext, cleanup_scope, retry_until_ready, run_component
 from kemu.component.version import BINARY_VERSION
 from kemu.component.virtual_clock import VirtualClock
+from kemu.machinery.apiservices import local_api_services
+from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import AlreadyExists, InternalError, Unavailable
-from kemu.machinery.kinds import KINDS, kind_of
+from kemu.machinery.kinds import BY_KIND, KINDS, kind_of
 from kemu.machinery.namespaces import SYSTEM_NAMESPACES, new_namespace
 
 logger = logging.getLogger(__name__)
@@ -259,6 +262,7 @@ async def _bootstrap(registry: Registry, ctx: ComponentContext) -> None:
     controllers do."""
     objects: list[Message] = [new_namespace(name) for name in SYSTEM_NAMESPACES]
     objects.extend(system_priority_classes())
+    objects.extend(_local_api_services(registry))  # issue #57 kinds-a
     for obj in objects:
 
         async def create(obj: Message = obj) -> None:
@@ -266,9 +270,27 @@ async def _bootstrap(registry: Registry, ctx: ComponentContext) -> None:
                 await registry.create(obj)
             except AlreadyExists:
                 pass
+            await _write_available(registry, obj)
 
         what = f"{kind_of(obj).kind} {obj.metadata.name}"  # type: ignore[attr-defined]
         await retry_until_ready(what, create, clock=ctx.clock, retry_on=(Unavailable,))
+
+
+def _local_api_services(registry: Registry) -> list[types_pb2.APIService]:
+    """The autoregister controller's APIServices: one per group version served here (issue
+    #57 kinds-a; their Available=True Local status is written after the create, whose
+    strategy clears it)."""
+    if not registry.served.serves(BY_KIND["APIService"]):
+        return []
+    now = timestamp(registry.now())
+    pairs = [(g, v) for g, vs in discovery.group_versions(registry.served).items() for v in vs]
+    return local_api_services(pairs, now)
+
+
+async def _write_available(registry: Registry, obj: Message) -> None:
+    """An autoregistered APIService's status (kube-aggregator's available controller)."""
+    if isinstance(obj, types_pb2.APIService):
+        await registry.update(obj, subresource="status")
 
 
 async def _compactor(

@@ -37,6 +37,7 @@ from controllermanager import (
     podgroup_protection,
     replicaset,
     resourceclaim,
+    resourcequota,
     stateful_set,
     taint_eviction,
 )
@@ -94,6 +95,7 @@ CONTROLLERS: Final[dict[str, ControllerInit]] = {
     protection.PV_PROTECTION: protection.new_pv_protection_controller,
     podgroup_protection.NAME: podgroup_protection.new_controller,
     resourceclaim.NAME: resourceclaim.new_controller,
+    resourcequota.NAME: resourcequota.new_controller,  # issue #57 kinds-a
 }
 """Every controller by name, as upstream's NewControllerDescriptors: add new ones here."""
 

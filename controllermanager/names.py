@@ -26,6 +26,7 @@ PVC_PROTECTION: Final = "pvc-protection"
 PV_PROTECTION: Final = "pv-protection"
 POD_GROUP_PROTECTION: Final = "podgroup-protection-controller"
 RESOURCE_CLAIM: Final = "resourceclaim-controller"
+RESOURCE_QUOTA: Final = "resourcequota-controller"  # issue #57 kinds-a
 
 CONTROLLER_NAMES: Final = (
     DISRUPTION,
@@ -47,5 +48,6 @@ CONTROLLER_NAMES: Final = (
     PV_PROTECTION,
     POD_GROUP_PROTECTION,
     RESOURCE_CLAIM,
+    RESOURCE_QUOTA,
 )
 """Every controller, in the order they start (as CONTROLLERS)."""

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 
 from google.protobuf.message import Message
 
+from apiserver.admission import limit_ranger  # issue #57 kinds-a
 from apiserver.admission.default_toleration_seconds import (
     DEFAULT_TOLERATIONS,
     DefaultTolerationSeconds,
@@ -56,6 +57,8 @@ class AdmissionChain:
         self._pod_groups = pod_groups
 
     async def admit_create(self, obj: Message) -> None:
+        if isinstance(obj, types_pb2.Pod):  # issue #57 kinds-a: LimitRanger's defaults
+            limit_ranger.admit(obj, await self._limit_ranges(obj.metadata.namespace))
         if isinstance(obj, types_pb2.Pod):
             admit_priority(obj, await self._priority_classes())
             admit_default_toleration_seconds(obj, self._toleration_seconds)
@@ -73,7 +76,11 @@ class AdmissionChain:
 
     async def validate_create(self, obj: Message) -> None:
         """The validating plugins on create: after the object's own validation, as
-        upstream's validating admission follows the strategy's Validate."""
+        upstream's validating admission follows the strategy's Validate. (ResourceQuota,
+        last, charges the quota: the registry runs it, apiserver/admission/
+        resource_quota.py.)"""
+        if isinstance(obj, types_pb2.Pod):  # issue #57 kinds-a: LimitRanger's bounds
+            limit_ranger.validate(obj, await self._limit_ranges(obj.metadata.namespace))
         if isinstance(obj, types_pb2.Pod) and (group := referenced_pod_group(obj)):
             named = await self._fresh_one("podgroups", obj.metadata.namespace, group)
             validate_pod_group_not_deleting(
@@ -107,6 +114,11 @@ class AdmissionChain:
     def admit_update(self, obj: Message) -> None:
         if isinstance(obj, types_pb2.Pod):
             admit_default_toleration_seconds(obj, self._toleration_seconds)
+
+    async def _limit_ranges(self, namespace: str) -> list[types_pb2.LimitRange]:
+        if "limitranges" not in self._caches:  # (a registry of a unit test's few kinds)
+            return []
+        return limit_ranger.in_namespace(await self._fresh("limitranges"), namespace)
 
     async def _priority_classes(self) -> list[types_pb2.PriorityClass]:
         objs = await self._fresh("priorityclasses")

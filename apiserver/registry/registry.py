@@ -28,10 +28,12 @@ from apiserver.admission.default_toleration_seconds import (
     DefaultTolerationSeconds,
 )
 from apiserver.admission.namespace_lifecycle import NamespaceLifecycle, check_deletable
+from apiserver.admission.resource_quota import ResourceQuotaAdmission
 from apiserver.registry.eviction import EvictionREST
 from apiserver.registry.patch import merge_patched, parse_patch
 from apiserver.registry.store import GenericStore, Mutation, Stored, copy_of, meta_of
 from apiserver.registry.subresources import (
+    ApprovalREST,
     BindingREST,
     FinalizeREST,
     ObjectREST,
@@ -101,6 +103,7 @@ class Registry:
             self._cached_namespace, self._live_namespace, clock=self._clock
         )
         self._eviction_rules = VersionRules.at(settings.version)
+        self._quota_cache = caches.get(BY_KIND["ResourceQuota"].resource)  # issue #57 kinds-a
         self.served = Served.at(
             settings.version.minor, settings.gates.enabled, settings.runtime_config
         )
@@ -120,8 +123,10 @@ class Registry:
             subresources.STATUS.name: StatusREST(options, self._now, self._cached_namespace),
             subresources.RESIZE.name: ResizeREST(options, self._gates),
             subresources.FINALIZE.name: FinalizeREST(self.store),
+            subresources.APPROVAL.name: ApprovalREST(options, self._now),  # issue #57 kinds-a
         }
         self.binding = BindingREST(self.store, self.lifecycle, self._gates)
+        self._quota = ResourceQuotaAdmission(self.store, self._quota_cache)  # issue #57 kinds-a
         self.eviction = EvictionREST(
             self.store,
             self.lifecycle,
@@ -240,6 +245,7 @@ class Registry:
         if causes:
             raise Invalid.from_causes(f'{kind.kind} "{meta.name}"', causes)
         await self.admission.validate_create(obj)
+        await self._quota.admit_create(obj)  # issue #57 kinds-a
         return obj, await self.store.create(kind, obj)
 
     # ------------------------------------------------------------ update

@@ -25,7 +25,9 @@ from kemu.component.featuregate import (
     POD_OBSERVED_GENERATION_TRACKING,
     FeatureGates,
 )
+from kemu.machinery import certificates
 from kemu.machinery import namespaces as ns_rules
+from kemu.machinery.convert import timestamp
 from kemu.machinery.defaults import set_defaults
 from kemu.machinery.errors import Conflict, Invalid, NotFound
 from kemu.machinery.kinds import BY_KIND, Kind
@@ -208,3 +210,21 @@ class BindingREST:
             return obj
 
         await self._store.guaranteed_update(_POD, namespace, name, mutate)
+
+
+class ApprovalREST:
+    """certificatesigningrequests/approval (issue #57 kinds-a): the conditions sent over the
+    stored request (csrApprovalStrategy), validated as an update."""
+
+    def __init__(self, options: StrategyOptions, now: Callable[[], float]) -> None:
+        self._options = options
+        self._now = now
+
+    def write(self, kind: Kind, current: Message, sent: Message) -> Message:
+        assert isinstance(current, types_pb2.CertificateSigningRequest)
+        assert isinstance(sent, types_pb2.CertificateSigningRequest)
+        result = certificates.prepare_for_approval(sent, current, timestamp(self._now()))
+        return _validated(kind, current, result, self._options)
+
+    async def after_write(self, written: Message) -> Message:
+        return written

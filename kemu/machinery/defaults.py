@@ -7,7 +7,7 @@ from __future__ import annotations
 from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
-from kemu.machinery import apps, batch, storage
+from kemu.machinery import apps, batch, limit_ranger, networking, rbac, storage  # issue #57 kinds-a
 from kemu.machinery.namespaces import default_namespace
 from kemu.machinery.pod_defaults import default_pod_spec
 
@@ -51,6 +51,15 @@ def set_defaults(obj: Message) -> None:
         default_namespace(obj)
     elif isinstance(obj, types_pb2.Node):
         pair_pod_cidrs(obj.spec)
+    # ---- issue #57 kinds-a
+    elif isinstance(obj, types_pb2.RoleBinding | types_pb2.ClusterRoleBinding):
+        rbac.set_defaults_binding(obj)
+    elif isinstance(obj, types_pb2.NetworkPolicy):
+        networking.set_defaults_network_policy(obj)
+    elif isinstance(obj, types_pb2.IngressClass):
+        networking.set_defaults_ingress_class(obj)
+    elif isinstance(obj, types_pb2.LimitRange):
+        limit_ranger.set_defaults_limit_range(obj)
 
 
 def pair_pod_ips(status: types_pb2.PodStatus) -> None:

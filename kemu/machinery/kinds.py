@@ -37,6 +37,8 @@ DYNAMIC_RESOURCE_ALLOCATION: Final = "DynamicResourceAllocation"
 """(kemu.component.featuregate.DYNAMIC_RESOURCE_ALLOCATION.)"""
 DRA_DEVICE_TAINT_RULES: Final = "DRADeviceTaintRules"
 """(kemu.component.featuregate.DRA_DEVICE_TAINT_RULES.)"""
+RBAC_V1: Final = "rbac.authorization.k8s.io/v1"
+NETWORKING_V1: Final = "networking.k8s.io/v1"
 
 
 @dataclass(frozen=True)
@@ -297,6 +299,94 @@ KINDS: Final[tuple[Kind, ...]] = (
             (37, (RESOURCE_V1, RESOURCE_V1BETA2)),
         ),
         gate=DRA_DEVICE_TAINT_RULES,
+    ),
+    # ---- issue #57 kinds-a: RBAC, networking, certificates, apiregistration, quota. All GA
+    # long before 1.21 (rbac/v1 1.8, networking/v1 NetworkPolicy 1.7 and Ingress/IngressClass
+    # 1.19, certificates/v1 1.19, apiregistration/v1 1.10): served at every emulated version.
+    # Short names as upstream's REST storages (ShortNames()).
+    Kind("Role", "roles", RBAC_V1, True, types_pb2.Role, "role", has_status=False),
+    Kind(
+        "ClusterRole",
+        "clusterroles",
+        RBAC_V1,
+        False,
+        types_pb2.ClusterRole,
+        "cluster_role",
+        has_status=False,
+    ),
+    Kind(
+        "RoleBinding",
+        "rolebindings",
+        RBAC_V1,
+        True,
+        types_pb2.RoleBinding,
+        "role_binding",
+        has_status=False,
+    ),
+    Kind(
+        "ClusterRoleBinding",
+        "clusterrolebindings",
+        RBAC_V1,
+        False,
+        types_pb2.ClusterRoleBinding,
+        "cluster_role_binding",
+        has_status=False,
+    ),
+    Kind("Ingress", "ingresses", NETWORKING_V1, True, types_pb2.Ingress, "ingress", ("ing",)),
+    Kind(
+        "IngressClass",
+        "ingressclasses",
+        NETWORKING_V1,
+        False,
+        types_pb2.IngressClass,
+        "ingress_class",
+        has_status=False,
+    ),
+    Kind(
+        "NetworkPolicy",
+        "networkpolicies",
+        NETWORKING_V1,
+        True,
+        types_pb2.NetworkPolicy,
+        "network_policy",
+        ("netpol",),
+        has_status=False,
+    ),
+    Kind(
+        "CertificateSigningRequest",
+        "certificatesigningrequests",
+        "certificates.k8s.io/v1",
+        False,
+        types_pb2.CertificateSigningRequest,
+        "certificate_signing_request",
+        ("csr",),
+    ),
+    Kind(
+        "APIService",
+        "apiservices",
+        "apiregistration.k8s.io/v1",
+        False,
+        types_pb2.APIService,
+        "api_service",
+    ),
+    Kind(
+        "LimitRange",
+        "limitranges",
+        "v1",
+        True,
+        types_pb2.LimitRange,
+        "limit_range",
+        ("limits",),
+        has_status=False,
+    ),
+    Kind(
+        "ResourceQuota",
+        "resourcequotas",
+        "v1",
+        True,
+        types_pb2.ResourceQuota,
+        "resource_quota",
+        ("quota",),
     ),
 )
 

@@ -820,3 +820,162 @@ def row(
     """One table row (the cells of `headers`)."""
     cells = TABLES[kind.kind].row(obj, now, wide)
     return ([object_meta(obj).namespace] if with_namespace else []) + cells
+
+
+# ---------------------------------------------------------------- issue #57 kinds-a: RBAC,
+# networking, certificates, apiregistration, LimitRange, ResourceQuota (upstream
+# pkg/printers/internalversion/printers.go; APIService: kube-aggregator's
+# pkg/registry/apiservice/etcd ConvertToTable)
+
+
+def _created_at(obj: Message, now: float, wide: bool) -> list[str]:
+    """Name and CREATED AT (convertToHumanReadableDateType: RFC 3339 in UTC)."""
+    m = object_meta(obj)
+    ts = m.creation_timestamp
+    created = (
+        ts.ToDatetime().strftime("%Y-%m-%dT%H:%M:%SZ") if m.HasField("creation_timestamp") else ""
+    )
+    return [m.name, created]
+
+
+def _subjects(subjects: Any) -> tuple[str, str, str]:
+    """rbac's SubjectsStrings: users, groups and service accounts (namespace/name)."""
+    users, groups, sas = [], [], []
+    for s in subjects:
+        if s.kind == "User":
+            users.append(s.name)
+        elif s.kind == "Group":
+            groups.append(s.name)
+        elif s.kind == "ServiceAccount":
+            sas.append(f"{s.namespace}/{s.name}")
+    return ", ".join(users), ", ".join(groups), ", ".join(sas)
+
+
+def _binding_row(rb: Any, now: float, wide: bool) -> list[str]:
+    """printRoleBinding / printClusterRoleBinding: ROLE is Kind/name; -o wide the
+    subjects."""
+    row = [object_meta(rb).name, f"{rb.role_ref.kind}/{rb.role_ref.name}", _created(rb, now)]
+    if wide:
+        row += list(_subjects(rb.subjects))
+    return row
+
+
+def _ingress_hosts(ing: types_pb2.Ingress) -> str:
+    """formatHosts: up to three, then `+ N more...`; `*` when no rule names one."""
+    hosts = [r.host for r in ing.spec.rules if r.host]
+    if not hosts:
+        return "*"
+    text = ",".join(hosts[:3])
+    if len(hosts) > 3:
+        text += f" + {len(hosts) - 3} more..."
+    return text
+
+
+def _ingress_row(ing: types_pb2.Ingress, now: float, wide: bool) -> list[str]:
+    """printIngress: CLASS, HOSTS, ADDRESS (the load balancer's IPs or hostnames), PORTS
+    (80, and 443 with TLS)."""
+    spec = ing.spec
+    addresses = [p.ip or p.hostname for p in ing.status.load_balancer.ingress if p.ip or p.hostname]
+    return [
+        object_meta(ing).name,
+        spec.ingress_class_name if spec.HasField("ingress_class_name") else NONE,
+        _ingress_hosts(ing),
+        ",".join(addresses),
+        "80, 443" if spec.tls else "80",
+        _created(ing, now),
+    ]
+
+
+def _ingress_class_row(ic: types_pb2.IngressClass, now: float, wide: bool) -> list[str]:
+    params = NONE
+    if ic.spec.HasField("parameters"):
+        p = ic.spec.parameters
+        params = p.kind + (f".{p.api_group}" if p.HasField("api_group") else "") + f"/{p.name}"
+    return [object_meta(ic).name, ic.spec.controller, params, _created(ic, now)]
+
+
+def _network_policy_row(np: types_pb2.NetworkPolicy, now: float, wide: bool) -> list[str]:
+    return [object_meta(np).name, format_label_selector(np.spec.pod_selector), _created(np, now)]
+
+
+def csr_condition(csr: types_pb2.CertificateSigningRequest) -> str:
+    """extractCSRStatus: Pending, Approved or Denied, with Failed and Issued appended."""
+    types = {c.type for c in csr.status.conditions}
+    parts: list[str] = [t for t in ("Approved", "Denied") if t in types] or ["Pending"]
+    if "Failed" in types:
+        parts.append("Failed")
+    if csr.status.certificate:
+        parts.append("Issued")
+    return ",".join(parts)
+
+
+def _csr_row(csr: types_pb2.CertificateSigningRequest, now: float, wide: bool) -> list[str]:
+    spec = csr.spec
+    duration = (
+        human_duration(spec.expiration_seconds) if spec.HasField("expiration_seconds") else NONE
+    )
+    return [
+        object_meta(csr).name,
+        _created(csr, now),
+        spec.signer_name,
+        spec.username,
+        duration,
+        csr_condition(csr),
+    ]
+
+
+def api_service_available(svc: types_pb2.APIService) -> str:
+    """True, or the status with its reason (False (MissingEndpoints)); Unknown without the
+    condition."""
+    cond = next((c for c in svc.status.conditions if c.type == "Available"), None)
+    if cond is None:
+        return "Unknown"
+    if cond.status != "True" and cond.reason:
+        return f"{cond.status} ({cond.reason})"
+    return cond.status
+
+
+def _api_service_row(svc: types_pb2.APIService, now: float, wide: bool) -> list[str]:
+    ref = svc.spec.service
+    service = f"{ref.namespace}/{ref.name}" if svc.spec.HasField("service") else "Local"
+    return [object_meta(svc).name, service, api_service_available(svc), _created(svc, now)]
+
+
+def _resource_quota_row(rq: types_pb2.ResourceQuota, now: float, wide: bool) -> list[str]:
+    """printResourceQuota: `name: used/hard` per resource of status.hard, sorted; limits.*
+    in LIMIT, the others in REQUEST."""
+    requests: list[str] = []
+    limits: list[str] = []
+    for name in sorted(rq.status.hard):
+        cell = f"{name}: {rq.status.used.get(name, '0')}/{rq.status.hard[name]}"
+        (limits if name.split(".")[0] == "limits" and "." in name else requests).append(cell)
+    return [object_meta(rq).name, _created(rq, now), ", ".join(requests), ", ".join(limits)]
+
+
+TABLES.update(
+    {
+        "Role": TableSpec(("NAME", "CREATED AT"), (), _created_at),
+        "ClusterRole": TableSpec(("NAME", "CREATED AT"), (), _created_at),
+        "RoleBinding": TableSpec(
+            ("NAME", "ROLE", "AGE"), ("USERS", "GROUPS", "SERVICEACCOUNTS"), _binding_row
+        ),
+        "ClusterRoleBinding": TableSpec(
+            ("NAME", "ROLE", "AGE"), ("USERS", "GROUPS", "SERVICEACCOUNTS"), _binding_row
+        ),
+        "Ingress": TableSpec(
+            ("NAME", "CLASS", "HOSTS", "ADDRESS", "PORTS", "AGE"), (), _ingress_row
+        ),
+        "IngressClass": TableSpec(
+            ("NAME", "CONTROLLER", "PARAMETERS", "AGE"), (), _ingress_class_row
+        ),
+        "NetworkPolicy": TableSpec(("NAME", "POD-SELECTOR", "AGE"), (), _network_policy_row),
+        "CertificateSigningRequest": TableSpec(
+            ("NAME", "AGE", "SIGNERNAME", "REQUESTOR", "REQUESTEDDURATION", "CONDITION"),
+            (),
+            _csr_row,
+        ),
+        "APIService": TableSpec(("NAME", "SERVICE", "AVAILABLE", "AGE"), (), _api_service_row),
+        "LimitRange": TableSpec(("NAME", "CREATED AT"), (), _created_at),
+        "ResourceQuota": TableSpec(("NAME", "AGE", "REQUEST", "LIMIT"), (), _resource_quota_row),
+    }
+)

@@ -19,7 +19,7 @@ from typing import Final
 from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
-from kemu.machinery import apps, batch, dra, storage
+from kemu.machinery import apps, batch, certificates, dra, storage
 from kemu.machinery import namespaces as ns_rules
 from kemu.machinery.convert import timestamp
 from kemu.machinery.defaults import set_defaults
@@ -439,6 +439,34 @@ class DeviceTaintRuleStrategy(_StatusReset):
             obj.spec.taint.time_added.CopyFrom(timestamp(now))
 
 
+# ---- issue #57 kinds-a
+
+
+class CertificateSigningRequestStrategy(Strategy):
+    """pkg/registry/certificates/certificates/strategy.go: the requester recorded and the
+    status cleared on create; an update keeps the status; a status write keeps the
+    Approved and Denied conditions (the /approval subresource's: `prepare_for_approval`)."""
+
+    def prepare_for_create(self, obj: Message, opts: StrategyOptions, now: float) -> None:
+        super().prepare_for_create(obj, opts, now)
+        assert isinstance(obj, types_pb2.CertificateSigningRequest)
+        certificates.prepare_for_create(obj)
+
+    def prepare_for_update(self, new: Message, old: Message, opts: StrategyOptions) -> None:
+        assert isinstance(new, types_pb2.CertificateSigningRequest)
+        assert isinstance(old, types_pb2.CertificateSigningRequest)
+        certificates.prepare_for_update(new, old)
+
+    def prepare_for_status_update(
+        self, sent: Message, old: Message, opts: StrategyOptions, now: float
+    ) -> Message:
+        result = super().prepare_for_status_update(sent, old, opts, now)
+        assert isinstance(result, types_pb2.CertificateSigningRequest)
+        assert isinstance(old, types_pb2.CertificateSigningRequest)
+        certificates.prepare_for_status_update(result, old, timestamp(now))
+        return result
+
+
 DEFAULT_STRATEGY: Final = Strategy()
 
 STRATEGIES: Final[Mapping[str, Strategy]] = MappingProxyType(
@@ -464,6 +492,12 @@ STRATEGIES: Final[Mapping[str, Strategy]] = MappingProxyType(
         "ResourceClaim": ResourceClaimStrategy(),
         "ResourceClaimTemplate": ResourceClaimTemplateStrategy(),
         "DeviceTaintRule": DeviceTaintRuleStrategy(),
+        # issue #57 kinds-a: the status is the server's (resourcequota, ingress and
+        # apiservice strategies' PrepareForCreate)
+        "Ingress": _StatusReset(),
+        "ResourceQuota": _StatusReset(),
+        "APIService": _StatusReset(),
+        "CertificateSigningRequest": CertificateSigningRequestStrategy(),
     }
 )
 """Kind name -> its strategy; every other kind has DEFAULT_STRATEGY."""

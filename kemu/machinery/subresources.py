@@ -55,11 +55,18 @@ SCALE: Final = Subresource(
     ("autoscaling", "v1"),
 )
 
+# issue #57 kinds-a
+APPROVAL: Final = Subresource(
+    "approval", frozenset({GET, UPDATE, PATCH}), frozenset({"CertificateSigningRequest"})
+)
+"""certificatesigningrequests/approval: the Approved and Denied conditions only
+(pkg/registry/certificates/certificates/storage: ApprovalREST)."""
+
 LOG: Final = Subresource("log", frozenset({GET}), frozenset({"Pod"}))
 """A container's log (text/plain; the REST edge only: kemu.machinery.container_log)."""
 
 SUBRESOURCES: Final[Mapping[str, Subresource]] = MappingProxyType(
-    {s.name: s for s in (STATUS, BINDING, EVICTION, RESIZE, FINALIZE, SCALE, LOG)}
+    {s.name: s for s in (STATUS, BINDING, EVICTION, RESIZE, FINALIZE, SCALE, LOG, APPROVAL)}
 )
 
 

@@ -8,7 +8,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Object(_message.Message):
-    __slots__ = ("pod", "node", "priority_class", "pod_disruption_budget", "lease", "event", "namespace", "service", "config_map", "replica_set", "deployment", "job", "daemon_set", "persistent_volume", "persistent_volume_claim", "storage_class", "csi_node", "stateful_set", "service_account", "secret", "cron_job", "workload", "pod_group", "composite_pod_group", "device_class", "resource_slice", "resource_claim", "resource_claim_template", "device_taint_rule")
+    __slots__ = ("pod", "node", "priority_class", "pod_disruption_budget", "lease", "event", "namespace", "service", "config_map", "replica_set", "deployment", "job", "daemon_set", "persistent_volume", "persistent_volume_claim", "storage_class", "csi_node", "stateful_set", "service_account", "secret", "cron_job", "workload", "pod_group", "composite_pod_group", "device_class", "resource_slice", "resource_claim", "resource_claim_template", "device_taint_rule", "role", "cluster_role", "role_binding", "cluster_role_binding", "ingress", "ingress_class", "network_policy", "certificate_signing_request", "api_service", "limit_range", "resource_quota")
     POD_FIELD_NUMBER: _ClassVar[int]
     NODE_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_CLASS_FIELD_NUMBER: _ClassVar[int]
@@ -38,6 +38,17 @@ class Object(_message.Message):
     RESOURCE_CLAIM_FIELD_NUMBER: _ClassVar[int]
     RESOURCE_CLAIM_TEMPLATE_FIELD_NUMBER: _ClassVar[int]
     DEVICE_TAINT_RULE_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_ROLE_FIELD_NUMBER: _ClassVar[int]
+    ROLE_BINDING_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_ROLE_BINDING_FIELD_NUMBER: _ClassVar[int]
+    INGRESS_FIELD_NUMBER: _ClassVar[int]
+    INGRESS_CLASS_FIELD_NUMBER: _ClassVar[int]
+    NETWORK_POLICY_FIELD_NUMBER: _ClassVar[int]
+    CERTIFICATE_SIGNING_REQUEST_FIELD_NUMBER: _ClassVar[int]
+    API_SERVICE_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_RANGE_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_QUOTA_FIELD_NUMBER: _ClassVar[int]
     pod: _types_pb2.Pod
     node: _types_pb2.Node
     priority_class: _types_pb2.PriorityClass
@@ -67,7 +78,18 @@ class Object(_message.Message):
     resource_claim: _types_pb2.ResourceClaim
     resource_claim_template: _types_pb2.ResourceClaimTemplate
     device_taint_rule: _types_pb2.DeviceTaintRule
-    def __init__(self, pod: _Optional[_Union[_types_pb2.Pod, _Mapping]] = ..., node: _Optional[_Union[_types_pb2.Node, _Mapping]] = ..., priority_class: _Optional[_Union[_types_pb2.PriorityClass, _Mapping]] = ..., pod_disruption_budget: _Optional[_Union[_types_pb2.PodDisruptionBudget, _Mapping]] = ..., lease: _Optional[_Union[_types_pb2.Lease, _Mapping]] = ..., event: _Optional[_Union[_types_pb2.Event, _Mapping]] = ..., namespace: _Optional[_Union[_types_pb2.Namespace, _Mapping]] = ..., service: _Optional[_Union[_types_pb2.Service, _Mapping]] = ..., config_map: _Optional[_Union[_types_pb2.ConfigMap, _Mapping]] = ..., replica_set: _Optional[_Union[_types_pb2.ReplicaSet, _Mapping]] = ..., deployment: _Optional[_Union[_types_pb2.Deployment, _Mapping]] = ..., job: _Optional[_Union[_types_pb2.Job, _Mapping]] = ..., daemon_set: _Optional[_Union[_types_pb2.DaemonSet, _Mapping]] = ..., persistent_volume: _Optional[_Union[_types_pb2.PersistentVolume, _Mapping]] = ..., persistent_volume_claim: _Optional[_Union[_types_pb2.PersistentVolumeClaim, _Mapping]] = ..., storage_class: _Optional[_Union[_types_pb2.StorageClass, _Mapping]] = ..., csi_node: _Optional[_Union[_types_pb2.CSINode, _Mapping]] = ..., stateful_set: _Optional[_Union[_types_pb2.StatefulSet, _Mapping]] = ..., service_account: _Optional[_Union[_types_pb2.ServiceAccount, _Mapping]] = ..., secret: _Optional[_Union[_types_pb2.Secret, _Mapping]] = ..., cron_job: _Optional[_Union[_types_pb2.CronJob, _Mapping]] = ..., workload: _Optional[_Union[_types_pb2.Workload, _Mapping]] = ..., pod_group: _Optional[_Union[_types_pb2.PodGroup, _Mapping]] = ..., composite_pod_group: _Optional[_Union[_types_pb2.CompositePodGroup, _Mapping]] = ..., device_class: _Optional[_Union[_types_pb2.DeviceClass, _Mapping]] = ..., resource_slice: _Optional[_Union[_types_pb2.ResourceSlice, _Mapping]] = ..., resource_claim: _Optional[_Union[_types_pb2.ResourceClaim, _Mapping]] = ..., resource_claim_template: _Optional[_Union[_types_pb2.ResourceClaimTemplate, _Mapping]] = ..., device_taint_rule: _Optional[_Union[_types_pb2.DeviceTaintRule, _Mapping]] = ...) -> None: ...
+    role: _types_pb2.Role
+    cluster_role: _types_pb2.ClusterRole
+    role_binding: _types_pb2.RoleBinding
+    cluster_role_binding: _types_pb2.ClusterRoleBinding
+    ingress: _types_pb2.Ingress
+    ingress_class: _types_pb2.IngressClass
+    network_policy: _types_pb2.NetworkPolicy
+    certificate_signing_request: _types_pb2.CertificateSigningRequest
+    api_service: _types_pb2.APIService
+    limit_range: _types_pb2.LimitRange
+    resource_quota: _types_pb2.ResourceQuota
+    def __init__(self, pod: _Optional[_Union[_types_pb2.Pod, _Mapping]] = ..., node: _Optional[_Union[_types_pb2.Node, _Mapping]] = ..., priority_class: _Optional[_Union[_types_pb2.PriorityClass, _Mapping]] = ..., pod_disruption_budget: _Optional[_Union[_types_pb2.PodDisruptionBudget, _Mapping]] = ..., lease: _Optional[_Union[_types_pb2.Lease, _Mapping]] = ..., event: _Optional[_Union[_types_pb2.Event, _Mapping]] = ..., namespace: _Optional[_Union[_types_pb2.Namespace, _Mapping]] = ..., service: _Optional[_Union[_types_pb2.Service, _Mapping]] = ..., config_map: _Optional[_Union[_types_pb2.ConfigMap, _Mapping]] = ..., replica_set: _Optional[_Union[_types_pb2.ReplicaSet, _Mapping]] = ..., deployment: _Optional[_Union[_types_pb2.Deployment, _Mapping]] = ..., job: _Optional[_Union[_types_pb2.Job, _Mapping]] = ..., daemon_set: _Optional[_Union[_types_pb2.DaemonSet, _Mapping]] = ..., persistent_volume: _Optional[_Union[_types_pb2.PersistentVolume, _Mapping]] = ..., persistent_volume_claim: _Optional[_Union[_types_pb2.PersistentVolumeClaim, _Mapping]] = ..., storage_class: _Optional[_Union[_types_pb2.StorageClass, _Mapping]] = ..., csi_node: _Optional[_Union[_types_pb2.CSINode, _Mapping]] = ..., stateful_set: _Optional[_Union[_types_pb2.StatefulSet, _Mapping]] = ..., service_account: _Optional[_Union[_types_pb2.ServiceAccount, _Mapping]] = ..., secret: _Optional[_Union[_types_pb2.Secret, _Mapping]] = ..., cron_job: _Optional[_Union[_types_pb2.CronJob, _Mapping]] = ..., workload: _Optional[_Union[_types_pb2.Workload, _Mapping]] = ..., pod_group: _Optional[_Union[_types_pb2.PodGroup, _Mapping]] = ..., composite_pod_group: _Optional[_Union[_types_pb2.CompositePodGroup, _Mapping]] = ..., device_class: _Optional[_Union[_types_pb2.DeviceClass, _Mapping]] = ..., resource_slice: _Optional[_Union[_types_pb2.ResourceSlice, _Mapping]] = ..., resource_claim: _Optional[_Union[_types_pb2.ResourceClaim, _Mapping]] = ..., resource_claim_template: _Optional[_Union[_types_pb2.ResourceClaimTemplate, _Mapping]] = ..., device_taint_rule: _Optional[_Union[_types_pb2.DeviceTaintRule, _Mapping]] = ..., role: _Optional[_Union[_types_pb2.Role, _Mapping]] = ..., cluster_role: _Optional[_Union[_types_pb2.ClusterRole, _Mapping]] = ..., role_binding: _Optional[_Union[_types_pb2.RoleBinding, _Mapping]] = ..., cluster_role_binding: _Optional[_Union[_types_pb2.ClusterRoleBinding, _Mapping]] = ..., ingress: _Optional[_Union[_types_pb2.Ingress, _Mapping]] = ..., ingress_class: _Optional[_Union[_types_pb2.IngressClass, _Mapping]] = ..., network_policy: _Optional[_Union[_types_pb2.NetworkPolicy, _Mapping]] = ..., certificate_signing_request: _Optional[_Union[_types_pb2.CertificateSigningRequest, _Mapping]] = ..., api_service: _Optional[_Union[_types_pb2.APIService, _Mapping]] = ..., limit_range: _Optional[_Union[_types_pb2.LimitRange, _Mapping]] = ..., resource_quota: _Optional[_Union[_types_pb2.ResourceQuota, _Mapping]] = ...) -> None: ...
 
 class CreateRequest(_message.Message):
     __slots__ = ("object",)

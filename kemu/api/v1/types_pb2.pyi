@@ -3161,3 +3161,525 @@ class DeviceTaintRule(_message.Message):
     spec: DeviceTaintRuleSpec
     status: DeviceTaintRuleStatus
     def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[DeviceTaintRuleSpec, _Mapping]] = ..., status: _Optional[_Union[DeviceTaintRuleStatus, _Mapping]] = ...) -> None: ...
+
+class PolicyRule(_message.Message):
+    __slots__ = ("verbs", "api_groups", "resources", "resource_names", "non_resource_urls")
+    VERBS_FIELD_NUMBER: _ClassVar[int]
+    API_GROUPS_FIELD_NUMBER: _ClassVar[int]
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_NAMES_FIELD_NUMBER: _ClassVar[int]
+    NON_RESOURCE_URLS_FIELD_NUMBER: _ClassVar[int]
+    verbs: _containers.RepeatedScalarFieldContainer[str]
+    api_groups: _containers.RepeatedScalarFieldContainer[str]
+    resources: _containers.RepeatedScalarFieldContainer[str]
+    resource_names: _containers.RepeatedScalarFieldContainer[str]
+    non_resource_urls: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, verbs: _Optional[_Iterable[str]] = ..., api_groups: _Optional[_Iterable[str]] = ..., resources: _Optional[_Iterable[str]] = ..., resource_names: _Optional[_Iterable[str]] = ..., non_resource_urls: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class AggregationRule(_message.Message):
+    __slots__ = ("cluster_role_selectors",)
+    CLUSTER_ROLE_SELECTORS_FIELD_NUMBER: _ClassVar[int]
+    cluster_role_selectors: _containers.RepeatedCompositeFieldContainer[LabelSelector]
+    def __init__(self, cluster_role_selectors: _Optional[_Iterable[_Union[LabelSelector, _Mapping]]] = ...) -> None: ...
+
+class RoleRef(_message.Message):
+    __slots__ = ("api_group", "kind", "name")
+    API_GROUP_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    api_group: str
+    kind: str
+    name: str
+    def __init__(self, api_group: _Optional[str] = ..., kind: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
+class Subject(_message.Message):
+    __slots__ = ("kind", "api_group", "name", "namespace")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    API_GROUP_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    kind: str
+    api_group: str
+    name: str
+    namespace: str
+    def __init__(self, kind: _Optional[str] = ..., api_group: _Optional[str] = ..., name: _Optional[str] = ..., namespace: _Optional[str] = ...) -> None: ...
+
+class Role(_message.Message):
+    __slots__ = ("metadata", "rules")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    RULES_FIELD_NUMBER: _ClassVar[int]
+    metadata: ObjectMeta
+    rules: _containers.RepeatedCompositeFieldContainer[PolicyRule]
+    def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., rules: _Optional[_Iterable[_Union[PolicyRule, _Mapping]]] = ...) -> None: ...
+
+class ClusterRole(_message.Message):
+    __slots__ = ("metadata", "rules", "aggregation_rule")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    RULES_FIELD_NUMBER: _ClassVar[int]
+    AGGREGATION_RULE_FIELD_NUMBER: _ClassVar[int]
+    metadata: ObjectMeta
+    rules: _containers.RepeatedCompositeFieldContainer[PolicyRule]
+    aggregation_rule: AggregationRule
+    def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., rules: _Optional[_Iterable[_Union[PolicyRule, _Mapping]]] = ..., aggregation_rule: _Optional[_Union[AggregationRule, _Mapping]] = ...) -> None: ...
+
+class RoleBinding(_message.Message):
+    __slots__ = ("metadata", "subjects", "role_ref")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SUBJECTS_FIELD_NUMBER: _ClassVar[int]
+    ROLE_REF_FIELD_NUMBER: _ClassVar[int]
+    metadata: ObjectMeta
+    subjects: _containers.RepeatedCompositeFieldContainer[Subject]
+    role_ref: RoleRef
+    def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., subjects: _Optional[_Iterable[_Union[Subject, _Mapping]]] = ..., role_ref: _Optional[_Union[RoleRef, _Mapping]] = ...) -> None: ...
+
+class ClusterRoleBinding(_message.Message):
+    __slots__ = ("metadata", "subjects", "role_ref")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SUBJECTS_FIELD_NUMBER: _ClassVar[int]
+    ROLE_REF_FIELD_NUMBER: _ClassVar[int]
+    metadata: ObjectMeta
+    subjects: _containers.RepeatedCompositeFieldContainer[Subject]
+    role_ref: RoleRef
+    def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., subjects: _Optional[_Iterable[_Union[Subject, _Mapping]]] = ..., role_ref: _Optional[_Union[RoleRef, _Mapping]] = ...) -> None: ...
+
+class ServiceBackendPort(_message.Message):
+    __slots__ = ("name", "number")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    NUMBER_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    number: int
+    def __init__(self, name: _Optional[str] = ..., number: _Optional[int] = ...) -> None: ...
+
+class IngressServiceBackend(_message.Message):
+    __slots__ = ("name", "port")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    port: ServiceBackendPort
+    def __init__(self, name: _Optional[str] = ..., port: _Optional[_Union[ServiceBackendPort, _Mapping]] = ...) -> None: ...
+
+class IngressBackend(_message.Message):
+    __slots__ = ("service", "resource")
+    SERVICE_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    service: IngressServiceBackend
+    resource: TypedLocalObjectReference
+    def __init__(self, service: _Optional[_Union[IngressServiceBackend, _Mapping]] = ..., resource: _Optional[_Union[TypedLocalObjectReference, _Mapping]] = ...) -> None: ...
+
+class HTTPIngressPath(_message.Message):
+    __slots__ = ("path", "path_type", "backend")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    PATH_TYPE_FIELD_NUMBER: _ClassVar[int]
+    BACKEND_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    path_type: str
+    backend: IngressBackend
+    def __init__(self, path: _Optional[str] = ..., path_type: _Optional[str] = ..., backend: _Optional[_Union[IngressBackend, _Mapping]] = ...) -> None: ...
+
+class HTTPIngressRuleValue(_message.Message):
+    __slots__ = ("paths",)
+    PATHS_FIELD_NUMBER: _ClassVar[int]
+    paths: _containers.RepeatedCompositeFieldContainer[HTTPIngressPath]
+    def __init__(self, paths: _Optional[_Iterable[_Union[HTTPIngressPath, _Mapping]]] = ...) -> None: ...
+
+class IngressRule(_message.Message):
+    __slots__ = ("host", "http")
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    HTTP_FIELD_NUMBER: _ClassVar[int]
+    host: str
+    http: HTTPIngressRuleValue
+    def __init__(self, host: _Optional[str] = ..., http: _Optional[_Union[HTTPIngressRuleValue, _Mapping]] = ...) -> None: ...
+
+class IngressTLS(_message.Message):
+    __slots__ = ("hosts", "secret_name")
+    HOSTS_FIELD_NUMBER: _ClassVar[int]
+    SECRET_NAME_FIELD_NUMBER: _ClassVar[int]
+    hosts: _containers.RepeatedScalarFieldContainer[str]
+    secret_name: str
+    def __init__(self, hosts: _Optional[_Iterable[str]] = ..., secret_name: _Optional[str] = ...) -> None: ...
+
+class IngressSpec(_message.Message):
+    __slots__ = ("ingress_class_name", "default_backend", "tls", "rules")
+    INGRESS_CLASS_NAME_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_BACKEND_FIELD_NUMBER: _ClassVar[int]
+    TLS_FIELD_NUMBER: _ClassVar[int]
+    RULES_FIELD_NUMBER: _ClassVar[int]
+    ingress_class_name: str
+    default_backend: IngressBackend
+    tls: _containers.RepeatedCompositeFieldContainer[IngressTLS]
+    rules: _containers.RepeatedCompositeFieldContainer[IngressRule]
+    def __init__(self, ingress_class_name: _Optional[str] = ..., default_backend: _Optional[_Union[IngressBackend, _Mapping]] = ..., tls: _Optional[_Iterable[_Union[IngressTLS, _Mapping]]] = ..., rules: _Optional[_Iterable[_Union[IngressRule, _Mapping]]] = ...) -> None: ...
+
+class IngressPortStatus(_message.Message):
+    __slots__ = ("port", "protocol", "error")
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    port: int
+    protocol: str
+    error: str
+    def __init__(self, port: _Optional[int] = ..., protocol: _Optional[str] = ..., error: _Optional[str] = ...) -> None: ...
+
+class IngressLoadBalancerIngress(_message.Message):
+    __slots__ = ("ip", "hostname", "ports")
+    IP_FIELD_NUMBER: _ClassVar[int]
+    HOSTNAME_FIELD_NUMBER: _ClassVar[int]
+    PORTS_FIELD_NUMBER: _ClassVar[int]
+    ip: str
+    hostname: str
+    ports: _containers.RepeatedCompositeFieldContainer[IngressPortStatus]
+    def __init__(self, ip: _Optional[str] = ..., hostname: _Optional[str] = ..., ports: _Optional[_Iterable[_Union[IngressPortStatus, _Mapping]]] = ...) -> None: ...
+
+class IngressLoadBalancerStatus(_message.Message):
+    __slots__ = ("ingress",)
+    INGRESS_FIELD_NUMBER: _ClassVar[int]
+    ingress: _containers.RepeatedCompositeFieldContainer[IngressLoadBalancerIngress]
+    def __init__(self, ingress: _Optional[_Iterable[_Union[IngressLoadBalancerIngress, _Mapping]]] = ...) -> None: ...
+
+class IngressStatus(_message.Message):
+    __slots__ = ("load_balancer",)
+    LOAD_BALANCER_FIELD_NUMBER: _ClassVar[int]
+    load_balancer: IngressLoadBalancerStatus
+    def __init__(self, load_balancer: _Optional[_Union[IngressLoadBalancerStatus, _Mapping]] = ...) -> None: ...
+
+class Ingress(_message.Message):
+    __slots__ = ("metadata", "spec", "status")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    metadata: ObjectMeta
+    spec: IngressSpec
+    status: IngressStatus
+    def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[IngressSpec, _Mapping]] = ..., status: _Optional[_Union[IngressStatus, _Mapping]] = ...) -> None: ...
+
+class IngressClassParametersReference(_message.Message):
+    __slots__ = ("api_group", "kind", "name", "scope", "namespace")
+    API_GROUP_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    api_group: str
+    kind: str
+    name: str
+    scope: str
+    namespace: str
+    def __init__(self, api_group: _Optional[str] = ..., kind: _Optional[str] = ..., name: _Optional[str] = ..., scope: _Optional[str] = ..., namespace: _Optional[str] = ...) -> None: ...
+
+class IngressClassSpec(_message.Message):
+    __slots__ = ("controller", "parameters")
+    CONTROLLER_FIELD_NUMBER: _ClassVar[int]
+    PARAMETERS_FIELD_NUMBER: _ClassVar[int]
+    controller: str
+    parameters: IngressClassParametersReference
+    def __init__(self, controller: _Optional[str] = ..., parameters: _Optional[_Union[IngressClassParametersReference, _Mapping]] = ...) -> None: ...
+
+class IngressClass(_message.Message):
+    __slots__ = ("metadata", "spec")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    metadata: ObjectMeta
+    spec: IngressClassSpec
+    def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[IngressClassSpec, _Mapping]] = ...) -> None: ...
+
+class IPBlock(_message.Message):
+    __slots__ = ("cidr",)
+    CIDR_FIELD_NUMBER: _ClassVar[int]
+    EXCEPT_FIELD_NUMBER: _ClassVar[int]
+    cidr: str
+    def __init__(self, cidr: _Optional[str] = ..., **kwargs) -> None: ...
+
+class NetworkPolicyPeer(_message.Message):
+    __slots__ = ("pod_selector", "namespace_selector", "ip_block")
+    POD_SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    IP_BLOCK_FIELD_NUMBER: _ClassVar[int]
+    pod_selector: LabelSelector
+    namespace_selector: LabelSelector
+    ip_block: IPBlock
+    def __init__(self, pod_selector: _Optional[_Union[LabelSelector, _Mapping]] = ..., namespace_selector: _Optional[_Union[LabelSelector, _Mapping]] = ..., ip_block: _Optional[_Union[IPBlock, _Mapping]] = ...) -> None: ...
+
+class NetworkPolicyPort(_message.Message):
+    __slots__ = ("protocol", "port", "end_port")
+    PROTOCOL_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    END_PORT_FIELD_NUMBER: _ClassVar[int]
+    protocol: str
+    port: IntOrString
+    end_port: int
+    def __init__(self, protocol: _Optional[str] = ..., port: _Optional[_Union[IntOrString, _Mapping]] = ..., end_port: _Optional[int] = ...) -> None: ...
+
+class NetworkPolicyIngressRule(_message.Message):
+    __slots__ = ("ports",)
+    PORTS_FIELD_NUMBER: _ClassVar[int]
+    FROM_FIELD_NUMBER: _ClassVar[int]
+    ports: _containers.RepeatedCompositeFieldContainer[NetworkPolicyPort]
+    def __init__(self, ports: _Optional[_Iterable[_Union[NetworkPolicyPort, _Mapping]]] = ..., **kwargs) -> None: ...
+
+class NetworkPolicyEgressRule(_message.Message):
+    __slots__ = ("ports", "to")
+    PORTS_FIELD_NUMBER: _ClassVar[int]
+    TO_FIELD_NUMBER: _ClassVar[int]
+    ports: _containers.RepeatedCompositeFieldContainer[NetworkPolicyPort]
+    to: _containers.RepeatedCompositeFieldContainer[NetworkPolicyPeer]
+    def __init__(self, ports: _Optional[_Iterable[_Union[NetworkPolicyPort, _Mapping]]] = ..., to: _Optional[_Iterable[_Union[NetworkPolicyPeer, _Mapping]]] = ...) -> None: ...
+
+class NetworkPolicySpec(_message.Message):
+    __slots__ = ("pod_selector", "ingress", "egress", "policy_types")
+    POD_SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    INGRESS_FIELD_NUMBER: _ClassVar[int]
+    EGRESS_FIELD_NUMBER: _ClassVar[int]
+    POLICY_TYPES_FIELD_NUMBER: _ClassVar[int]
+    pod_selector: LabelSelector
+    ingress: _containers.RepeatedCompositeFieldContainer[NetworkPolicyIngressRule]
+    egress: _containers.RepeatedCompositeFieldContainer[NetworkPolicyEgressRule]
+    policy_types: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, pod_selector: _Optional[_Union[LabelSelector, _Mapping]] = ..., ingress: _Optional[_Iterable[_Union[NetworkPolicyIngressRule, _Mapping]]] = ..., egress: _Optional[_Iterable[_Union[NetworkPolicyEgressRule, _Mapping]]] = ..., policy_types: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class NetworkPolicy(_message.Message):
+    __slots__ = ("metadata", "spec")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    metadata: ObjectMeta
+    spec: NetworkPolicySpec
+    def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[NetworkPolicySpec, _Mapping]] = ...) -> None: ...
+
+class CertificateSigningRequestSpec(_message.Message):
+    __slots__ = ("request", "signer_name", "expiration_seconds", "usages", "username", "uid", "groups")
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    SIGNER_NAME_FIELD_NUMBER: _ClassVar[int]
+    EXPIRATION_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    USAGES_FIELD_NUMBER: _ClassVar[int]
+    USERNAME_FIELD_NUMBER: _ClassVar[int]
+    UID_FIELD_NUMBER: _ClassVar[int]
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    request: bytes
+    signer_name: str
+    expiration_seconds: int
+    usages: _containers.RepeatedScalarFieldContainer[str]
+    username: str
+    uid: str
+    groups: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, request: _Optional[bytes] = ..., signer_name: _Optional[str] = ..., expiration_seconds: _Optional[int] = ..., usages: _Optional[_Iterable[str]] = ..., username: _Optional[str] = ..., uid: _Optional[str] = ..., groups: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class CertificateSigningRequestCondition(_message.Message):
+    __slots__ = ("type", "status", "reason", "message", "last_update_time", "last_transition_time")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    LAST_UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    LAST_TRANSITION_TIME_FIELD_NUMBER: _ClassVar[int]
+    type: str
+    status: str
+    reason: str
+    message: str
+    last_update_time: _timestamp_pb2.Timestamp
+    last_transition_time: _timestamp_pb2.Timestamp
+    def __init__(self, type: _Optional[str] = ..., status: _Optional[str] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ..., last_update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_transition_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class CertificateSigningRequestStatus(_message.Message):
+    __slots__ = ("conditions", "certificate")
+    CONDITIONS_FIELD_NUMBER: _ClassVar[int]
+    CERTIFICATE_FIELD_NUMBER: _ClassVar[int]
+    conditions: _containers.RepeatedCompositeFieldContainer[CertificateSigningRequestCondition]
+    certificate: bytes
+    def __init__(self, conditions: _Optional[_Iterable[_Union[CertificateSigningRequestCondition, _Mapping]]] = ..., certificate: _Optional[bytes] = ...) -> None: ...
+
+class CertificateSigningRequest(_message.Message):
+    __slots__ = ("metadata", "spec", "status")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    metadata: ObjectMeta
+    spec: CertificateSigningRequestSpec
+    status: CertificateSigningRequestStatus
+    def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[CertificateSigningRequestSpec, _Mapping]] = ..., status: _Optional[_Union[CertificateSigningRequestStatus, _Mapping]] = ...) -> None: ...
+
+class APIServiceReference(_message.Message):
+    __slots__ = ("namespace", "name", "port")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    name: str
+    port: int
+    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., port: _Optional[int] = ...) -> None: ...
+
+class APIServiceSpec(_message.Message):
+    __slots__ = ("service", "group", "version", "insecure_skip_tls_verify", "ca_bundle", "group_priority_minimum", "version_priority")
+    SERVICE_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    INSECURE_SKIP_TLS_VERIFY_FIELD_NUMBER: _ClassVar[int]
+    CA_BUNDLE_FIELD_NUMBER: _ClassVar[int]
+    GROUP_PRIORITY_MINIMUM_FIELD_NUMBER: _ClassVar[int]
+    VERSION_PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    service: APIServiceReference
+    group: str
+    version: str
+    insecure_skip_tls_verify: bool
+    ca_bundle: bytes
+    group_priority_minimum: int
+    version_priority: int
+    def __init__(self, service: _Optional[_Union[APIServiceReference, _Mapping]] = ..., group: _Optional[str] = ..., version: _Optional[str] = ..., insecure_skip_tls_verify: _Optional[bool] = ..., ca_bundle: _Optional[bytes] = ..., group_priority_minimum: _Optional[int] = ..., version_priority: _Optional[int] = ...) -> None: ...
+
+class APIServiceCondition(_message.Message):
+    __slots__ = ("type", "status", "last_transition_time", "reason", "message")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    LAST_TRANSITION_TIME_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    type: str
+    status: str
+    last_transition_time: _timestamp_pb2.Timestamp
+    reason: str
+    message: str
+    def __init__(self, type: _Optional[str] = ..., status: _Optional[str] = ..., last_transition_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+
+class APIServiceStatus(_message.Message):
+    __slots__ = ("conditions",)
+    CONDITIONS_FIELD_NUMBER: _ClassVar[int]
+    conditions: _containers.RepeatedCompositeFieldContainer[APIServiceCondition]
+    def __init__(self, conditions: _Optional[_Iterable[_Union[APIServiceCondition, _Mapping]]] = ...) -> None: ...
+
+class APIService(_message.Message):
+    __slots__ = ("metadata", "spec", "status")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    metadata: ObjectMeta
+    spec: APIServiceSpec
+    status: APIServiceStatus
+    def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[APIServiceSpec, _Mapping]] = ..., status: _Optional[_Union[APIServiceStatus, _Mapping]] = ...) -> None: ...
+
+class LimitRangeItem(_message.Message):
+    __slots__ = ("type", "max", "min", "default_limit", "default_request", "max_limit_request_ratio")
+    class MaxEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class MinEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class DefaultLimitEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class DefaultRequestEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class MaxLimitRequestRatioEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    MAX_FIELD_NUMBER: _ClassVar[int]
+    MIN_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_REQUEST_FIELD_NUMBER: _ClassVar[int]
+    MAX_LIMIT_REQUEST_RATIO_FIELD_NUMBER: _ClassVar[int]
+    type: str
+    max: _containers.ScalarMap[str, str]
+    min: _containers.ScalarMap[str, str]
+    default_limit: _containers.ScalarMap[str, str]
+    default_request: _containers.ScalarMap[str, str]
+    max_limit_request_ratio: _containers.ScalarMap[str, str]
+    def __init__(self, type: _Optional[str] = ..., max: _Optional[_Mapping[str, str]] = ..., min: _Optional[_Mapping[str, str]] = ..., default_limit: _Optional[_Mapping[str, str]] = ..., default_request: _Optional[_Mapping[str, str]] = ..., max_limit_request_ratio: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class LimitRangeSpec(_message.Message):
+    __slots__ = ("limits",)
+    LIMITS_FIELD_NUMBER: _ClassVar[int]
+    limits: _containers.RepeatedCompositeFieldContainer[LimitRangeItem]
+    def __init__(self, limits: _Optional[_Iterable[_Union[LimitRangeItem, _Mapping]]] = ...) -> None: ...
+
+class LimitRange(_message.Message):
+    __slots__ = ("metadata", "spec")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    metadata: ObjectMeta
+    spec: LimitRangeSpec
+    def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[LimitRangeSpec, _Mapping]] = ...) -> None: ...
+
+class ScopedResourceSelectorRequirement(_message.Message):
+    __slots__ = ("scope_name", "operator", "values")
+    SCOPE_NAME_FIELD_NUMBER: _ClassVar[int]
+    OPERATOR_FIELD_NUMBER: _ClassVar[int]
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    scope_name: str
+    operator: str
+    values: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, scope_name: _Optional[str] = ..., operator: _Optional[str] = ..., values: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ScopeSelector(_message.Message):
+    __slots__ = ("match_expressions",)
+    MATCH_EXPRESSIONS_FIELD_NUMBER: _ClassVar[int]
+    match_expressions: _containers.RepeatedCompositeFieldContainer[ScopedResourceSelectorRequirement]
+    def __init__(self, match_expressions: _Optional[_Iterable[_Union[ScopedResourceSelectorRequirement, _Mapping]]] = ...) -> None: ...
+
+class ResourceQuotaSpec(_message.Message):
+    __slots__ = ("hard", "scopes", "scope_selector")
+    class HardEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    HARD_FIELD_NUMBER: _ClassVar[int]
+    SCOPES_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    hard: _containers.ScalarMap[str, str]
+    scopes: _containers.RepeatedScalarFieldContainer[str]
+    scope_selector: ScopeSelector
+    def __init__(self, hard: _Optional[_Mapping[str, str]] = ..., scopes: _Optional[_Iterable[str]] = ..., scope_selector: _Optional[_Union[ScopeSelector, _Mapping]] = ...) -> None: ...
+
+class ResourceQuotaStatus(_message.Message):
+    __slots__ = ("hard", "used")
+    class HardEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class UsedEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    HARD_FIELD_NUMBER: _ClassVar[int]
+    USED_FIELD_NUMBER: _ClassVar[int]
+    hard: _containers.ScalarMap[str, str]
+    used: _containers.ScalarMap[str, str]
+    def __init__(self, hard: _Optional[_Mapping[str, str]] = ..., used: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class ResourceQuota(_message.Message):
+    __slots__ = ("metadata", "spec", "status")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    metadata: ObjectMeta
+    spec: ResourceQuotaSpec
+    status: ResourceQuotaStatus
+    def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[ResourceQuotaSpec, _Mapping]] = ..., status: _Optional[_Union[ResourceQuotaStatus, _Mapping]] = ...) -> None: ...

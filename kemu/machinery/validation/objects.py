@@ -16,7 +16,15 @@ from google.protobuf.message import Message
 from kemu.machinery.dra import DEFAULT_DRA_RULES, DraRules
 from kemu.machinery.errors import Cause
 from kemu.machinery.podgroups import DEFAULT_RULES, PodGroupRules
-from kemu.machinery.validation import resource, scheduling
+from kemu.machinery.validation import (
+    apiregistration,
+    certificates,
+    networking,
+    quota,
+    rbac,
+    resource,
+    scheduling,
+)
 from kemu.machinery.validation.core import (
     validate_config_map,
     validate_config_map_update,
@@ -80,6 +88,31 @@ def _no_update_rules(new: Message, old: Message) -> list[Cause]:
 _Validate = Callable[[Any], list[Cause]]
 _ValidateUpdate = Callable[[Any, Any], list[Cause]]
 
+# ---- issue #57 kinds-a: RBAC, networking, certificates, apiregistration, quota
+_KINDS_A_VALIDATORS: Final[dict[str, tuple[_Validate, _ValidateUpdate]]] = {
+    "kemu.api.v1.Role": (rbac.validate_role, _no_update_rules),
+    "kemu.api.v1.ClusterRole": (rbac.validate_cluster_role, _no_update_rules),
+    "kemu.api.v1.RoleBinding": (rbac.validate_role_binding, rbac.validate_binding_update),
+    "kemu.api.v1.ClusterRoleBinding": (
+        rbac.validate_cluster_role_binding,
+        rbac.validate_binding_update,
+    ),
+    "kemu.api.v1.Ingress": (networking.validate_ingress, _no_update_rules),
+    "kemu.api.v1.IngressClass": (
+        networking.validate_ingress_class,
+        networking.validate_ingress_class_update,
+    ),
+    "kemu.api.v1.NetworkPolicy": (networking.validate_network_policy, _no_update_rules),
+    "kemu.api.v1.CertificateSigningRequest": (
+        certificates.validate_csr,
+        certificates.validate_csr_update,
+    ),
+    "kemu.api.v1.APIService": (apiregistration.validate_api_service, _no_update_rules),
+    "kemu.api.v1.LimitRange": (quota.validate_limit_range, _no_update_rules),
+    "kemu.api.v1.ResourceQuota": (quota.validate_resource_quota, _no_update_rules),
+}
+
+
 # Per kind: (validate, extra rules of an update).
 _VALIDATORS: Final[dict[str, tuple[_Validate, _ValidateUpdate]]] = {
     "kemu.api.v1.Pod": (validate_pod, validate_pod_update),
@@ -106,6 +139,7 @@ _VALIDATORS: Final[dict[str, tuple[_Validate, _ValidateUpdate]]] = {
     "kemu.api.v1.ServiceAccount": (validate_service_account, _no_update_rules),
     "kemu.api.v1.Secret": (validate_secret, validate_secret_update),
     "kemu.api.v1.CronJob": (validate_cron_job, validate_cron_job_update),
+    **_KINDS_A_VALIDATORS,
 }
 
 

@@ -1,0 +1,126 @@
+"""The resourcequota controller (upstream pkg/controller/resourcequota/
+resource_quota_controller.go): keeps each ResourceQuota's status (hard from spec.hard, used
+from what its namespace holds, counted by kemu.machinery.quota as the apiserver's
+ResourceQuota admission counts) true. A quota whose spec changed is synced at once; an
+object of a counted kind added, changed or deleted in a namespace that has quotas queues the
+namespace (upstream's replenishment controller), which gives back what deletions freed.
+
+Counted kinds: pods (with their compute requests and limits), services, persistent volume
+claims, config maps, secrets, resource quotas and the workload kinds' count/<resource>; the
+other kinds' count/ quotas are not recomputed (upstream discovers every quotable resource)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Final
+
+from google.protobuf.message import Message
+
+from controllermanager import names
+from controllermanager.controller import (
+    ControllerContext,
+    process_work_items,
+    run_controller,
+    workers,
+)
+from kemu.api.v1 import types_pb2
+from kemu.client.informer import FuncHandler, Informer, InformerFactory
+from kemu.client.interface import ApiClient
+from kemu.client.workqueue import WorkQueue
+from kemu.component.clock import Clock
+from kemu.machinery import quota
+from kemu.machinery.errors import NotFound
+
+logger = logging.getLogger(__name__)
+
+NAME: Final = names.RESOURCE_QUOTA
+"""upstream's names.ResourceQuotaController."""
+COUNTED: Final[tuple[type[Message], ...]] = (
+    types_pb2.Pod,
+    types_pb2.Service,
+    types_pb2.PersistentVolumeClaim,
+    types_pb2.ConfigMap,
+    types_pb2.Secret,
+    types_pb2.ReplicaSet,
+    types_pb2.Deployment,
+    types_pb2.StatefulSet,
+    types_pb2.DaemonSet,
+    types_pb2.Job,
+    types_pb2.CronJob,
+)
+
+
+class ResourceQuotaController:
+    def __init__(self, client: ApiClient, informers: InformerFactory, clock: Clock) -> None:
+        self._client = client
+        self._clock = clock
+        self.queue = WorkQueue(clock, name="resourcequota_primary")
+        self._quotas: Informer[types_pb2.ResourceQuota] = informers.informer(
+            types_pb2.ResourceQuota
+        )
+        self._quotas.add_event_handler(
+            FuncHandler(self._on_quota, lambda old, new: self._on_quota_update(old, new), None)
+        )
+        self._counted: list[Informer[Message]] = []
+        for kind in COUNTED:
+            inf: Informer[Message] = informers.informer(kind)
+            inf.add_event_handler(
+                FuncHandler(self._on_object, lambda old, new: self._on_object(new), self._on_object)
+            )
+            self._counted.append(inf)
+
+    @property
+    def name(self) -> str:
+        return NAME
+
+    def _on_quota(self, rq: types_pb2.ResourceQuota) -> None:
+        self.queue.add(rq.metadata.namespace)
+
+    def _on_quota_update(self, old: types_pb2.ResourceQuota, new: types_pb2.ResourceQuota) -> None:
+        """updateQuota: a spec change (or a status hard out of step) needs a sync; the
+        controller's own status writes do not."""
+        if old.spec != new.spec or dict(new.spec.hard) != dict(new.status.hard):
+            self.queue.add(new.metadata.namespace)
+
+    def _on_object(self, obj: Message) -> None:
+        namespace: str = obj.metadata.namespace  # type: ignore[attr-defined]
+        if self._quotas.lister.list(namespace):
+            self.queue.add(namespace)
+
+    async def sync(self, namespace: str) -> None:
+        """syncResourceQuota for each quota of the namespace: status.hard = spec.hard,
+        status.used recomputed; written only when it changed."""
+        objects: list[Message] = [o for inf in self._counted for o in inf.lister.list(namespace)]
+        objects += self._quotas.lister.list(namespace)
+        now = self._clock.now()
+        for rq in self._quotas.lister.list(namespace):
+            used = quota.compute_used(rq, objects, now)
+            if dict(rq.status.hard) == dict(rq.spec.hard) and dict(rq.status.used) == used:
+                continue
+            new = types_pb2.ResourceQuota()
+            new.CopyFrom(rq)
+            new.status.hard.clear()
+            new.status.hard.update(rq.spec.hard)
+            new.status.used.clear()
+            new.status.used.update(used)
+            try:
+                await self._client.update_status(new)
+            except NotFound:
+                continue
+
+    async def _worker(self) -> None:
+        await process_work_items(self.queue, self.sync, "syncing resource quotas of", logger)
+
+    async def run(self) -> None:
+        await run_controller(
+            "resource quota controller",
+            logger,
+            synced=(self._quotas, *self._counted),
+            queues=(self.queue,),
+            tasks=workers(NAME, 1, self._worker),
+        )
+
+
+def new_controller(ctx: ControllerContext) -> ResourceQuotaController:
+    """The init function registered as "resourcequota-controller"."""
+    return ResourceQuotaController(ctx.client, ctx.informers, ctx.clock)
