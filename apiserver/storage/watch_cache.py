@@ -165,7 +165,7 @@ class WatchCache:
             )
         self._store = store
         self.kind = kind
-        self.prefix = f"/registry/{kind.resource}/"
+        self.prefix = kind.storage_prefix
         self._field = api_pb2.Object.DESCRIPTOR.fields_by_name[kind.field].number
         self._lower_bound_capacity = lower_bound_capacity
         self._upper_bound_capacity = upper_bound_capacity

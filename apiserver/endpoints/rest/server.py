@@ -108,7 +108,7 @@ def parse_path(parts: list[str], served: Served = ALL_SERVED) -> Target | None:
         group, version, rest = parts[1], parts[2], parts[3:]
     else:
         return None
-    kinds = {k.resource: k for k in discovery.kinds_of(group, version, served)}
+    kinds = {k.path_resource: k for k in discovery.kinds_of(group, version, served)}
     namespace = ""
     if len(rest) >= 3 and rest[0] == "namespaces" and rest[2] in kinds:
         namespace, rest = rest[1], rest[2:]
@@ -355,6 +355,13 @@ class RestApi:
         content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
         if content_type not in patches.PATCH_TYPES:
             raise _unsupported_media(content_type)
+        if t.kind.custom and content_type == patches.STRATEGIC:
+            # custom resources have no patch strategies (upstream's crdHandler lists the
+            # others: apiextensions-apiserver pkg/apiserver/customresource_handler.go)
+            raise UnsupportedMediaType(
+                "the body of the request was in an unknown format - accepted media types "
+                f"include: {patches.JSON}, {patches.MERGE}, application/apply-patch+yaml"
+            )
         text = jsonutil.decode(await read_body(request), "the patch")
         unknown = _field_validation(request)
         patched = await registry.patch(
