@@ -119,7 +119,9 @@ class Watcher:
     def _matches(self, co: CachedObject | None) -> bool:
         if co is None:
             return False
-        if self.namespace and co.key.split("/")[3:4] != [self.namespace]:
+        # (the namespace is the key's second-last segment: /registry/pods/NS/NAME, a custom
+        # resource's /registry/GROUP/PLURAL/NS/NAME)
+        if self.namespace and co.key.rsplit("/", 2)[-2] != self.namespace:
             return False
         return self.filter is None or self.filter.matches(co.obj)
 

@@ -422,8 +422,10 @@ class RestApi:
         )
 
     async def _scale(self, request: web.BaseRequest, t: Target) -> web.Response:
-        """GET, PUT and PATCH of deployments|replicasets/scale."""
-        current = scale.scale_of(await self._get(t))
+        """GET, PUT and PATCH of deployments|replicasets|statefulsets/scale and of a custom
+        resource's whose CRD enables it."""
+        obj = await self._get(t)
+        current = scale.scale_of(obj)
         if request.method == "GET":
             return json_response(current)
         if request.method == "PUT":
@@ -438,8 +440,13 @@ class RestApi:
             desired = scale.patched(current, content_type, text)
         else:
             raise _method_not_allowed(request.method, t)
+        path = (
+            scale.spec_replicas_path(obj)
+            if isinstance(obj, types_pb2.CustomObject)
+            else ".spec.replicas"
+        )
         written = await self._registry_for(request).patch(
-            t.kind.resource, self._namespace(t), t.name, scale.object_patch(desired), ""
+            t.kind.resource, self._namespace(t), t.name, scale.object_patch(desired, path), ""
         )
         return json_response(scale.scale_of(written))
 

@@ -8,10 +8,13 @@ kemu keeps a CRD's spec and status as their JSON (types.proto CustomResourceDefi
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Final
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery.apiextensions.cel import validate_rules
+from kemu.machinery.apiextensions.schema import validate_structural
 from kemu.machinery.errors import Cause
 from kemu.machinery.jsonvalue import JSON, JSONObject
 from kemu.machinery.kinds import Kind
@@ -120,8 +123,6 @@ class Definition:
 def version_priority(name: str) -> tuple[int, int, int, str]:
     """Kubernetes' version ordering (apimachinery's CompareKubeAwareVersionStrings): GA
     before beta before alpha, higher first; other names last, alphabetically."""
-    import re
-
     m = re.fullmatch(r"v(\d+)(?:(alpha|beta)(\d+))?", name)
     if m is None:
         return (3, 0, 0, name)
@@ -376,15 +377,13 @@ def _validate_names(names: JSONObject) -> list[Cause]:
 
 
 def _validate_version(v: JSONObject, path: str) -> list[Cause]:
-    # (local import: schema imports this module's names)
-    from kemu.machinery.apiextensions.schema import validate_structural
-
     causes: list[Cause] = []
     schema = _dict(v, "schema").get("openAPIV3Schema")
     if not isinstance(schema, dict):
         causes.append(field.required(f"{path}.schema.openAPIV3Schema", "schemas are required"))
     else:
         causes.extend(validate_structural(schema, f"{path}.schema.openAPIV3Schema"))
+        causes.extend(validate_rules(schema, f"{path}.schema.openAPIV3Schema"))
     for i, c in enumerate(_list(v, "additionalPrinterColumns")):
         cpath = f"{path}.additionalPrinterColumns[{i}]"
         if not isinstance(c, dict):

@@ -12,6 +12,7 @@ from typing import Final
 from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery.apiextensions import cel
 from kemu.machinery.apiextensions import schema as schemas
 from kemu.machinery.apiextensions.crd import Definition
 from kemu.machinery.errors import Cause
@@ -133,8 +134,6 @@ def validate(obj: Message, old: Message | None = None) -> list[Cause]:
     body = {"apiVersion": obj.api_version, "kind": obj.kind, **content(obj)}
     causes.extend(schemas.validate_object(body, schema))
     if not causes:
-        from kemu.machinery.apiextensions import cel
-
         old_body = None
         if old is not None:
             assert isinstance(old, types_pb2.CustomObject)

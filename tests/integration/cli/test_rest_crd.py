@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from kubernetes import client as k8s
-from kubernetes import config
+from kubernetes import config, watch
 from kubernetes.client.exceptions import ApiException
 
 from kemu.testing.cluster import Cluster
@@ -47,6 +47,12 @@ CRD: dict[str, Any] = {
                         "properties": {
                             "spec": {
                                 "type": "object",
+                                "x-kubernetes-validations": [
+                                    {
+                                        "rule": "self.image != 'forbidden'",
+                                        "messageExpression": "'image ' + self.image + ' is not allowed'",
+                                    }
+                                ],
                                 "properties": {
                                     "cronSpec": {"type": "string"},
                                     "image": {"type": "string"},
@@ -61,7 +67,13 @@ CRD: dict[str, Any] = {
                         },
                     }
                 },
-                "subresources": {"status": {}},
+                "subresources": {
+                    "status": {},
+                    "scale": {
+                        "specReplicasPath": ".spec.replicas",
+                        "statusReplicasPath": ".status.replicas",
+                    },
+                },
                 "additionalPrinterColumns": [
                     {"name": "Spec", "type": "string", "jsonPath": ".spec.cronSpec"},
                     {"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"},
@@ -70,6 +82,14 @@ CRD: dict[str, Any] = {
         ],
     },
 }
+# a second served version, conversion strategy None: the same schema, apiVersion rewritten
+V1BETA1: dict[str, Any] = {
+    **CRD["spec"]["versions"][0],
+    "name": "v1beta1",
+    "storage": False,
+    "additionalPrinterColumns": [],
+}
+CRD["spec"]["versions"].append(V1BETA1)
 
 
 @pytest.fixture(scope="module")
@@ -175,6 +195,31 @@ def test_s_crd_4_python_custom_objects_api(kubectl: Kubectl, objects: k8s.Custom
     with pytest.raises(ApiException) as gone:
         objects.get_namespaced_custom_object(GROUP, "v1", ns, "crontabs", "q")
     assert gone.value.status == 404
+
+
+def test_s_crd_10_cel_rule_scale_and_versions(
+    kubectl: Kubectl, objects: k8s.CustomObjectsApi
+) -> None:
+    ns = kubectl.namespace("crd")
+    out = kubectl.run(
+        "apply", "-n", ns, "-f", "-", stdin=_crontab("c", image="forbidden"), check=False
+    )
+    assert 'spec: Invalid value: "object": image forbidden is not allowed' in out.stderr, out.stderr
+    kubectl.run("apply", "-n", ns, "-f", "-", stdin=_crontab("s"))
+    kubectl.run("scale", "-n", ns, "crontab/s", "--replicas=4")
+    assert kubectl.json("get", "-n", ns, "crontab", "s")["spec"]["replicas"] == 4
+    beta = objects.get_namespaced_custom_object(GROUP, "v1beta1", ns, "crontabs", "s")
+    assert beta["apiVersion"] == f"{GROUP}/v1beta1" and beta["spec"]["replicas"] == 4
+    rv = beta["metadata"]["resourceVersion"]
+    objects.patch_namespaced_custom_object(
+        GROUP, "v1", ns, "crontabs", "s", {"spec": {"image": "b"}}
+    )
+    stream = watch.Watch().stream(
+        objects.list_namespaced_custom_object, GROUP, "v1", ns, "crontabs",
+        resource_version=rv, timeout_seconds=2,
+    )  # fmt: skip
+    events = [(e["type"], e["object"]["spec"]["image"]) for e in stream]
+    assert events == [("MODIFIED", "b")]
 
 
 def test_s_crd_9_delete_crd_deletes_its_resources(kubectl: Kubectl) -> None:
