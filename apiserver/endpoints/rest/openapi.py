@@ -12,7 +12,7 @@ from typing import Final
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
-from apiserver.endpoints.rest import discovery
+from apiserver.endpoints.rest import discovery, openapi_custom
 from kemu.api.v1 import types_pb2
 from kemu.machinery import patch as patches
 from kemu.machinery import podgroups
@@ -232,7 +232,10 @@ def _operations(kind: Kind, group: str, version: str) -> JSONObject:
 
 
 def group_versions(served: Served = ALL_SERVED) -> list[tuple[str, str]]:
-    return sorted(set(served.group_versions()))
+    """The built-in kinds' group versions (the custom resources' documents are
+    openapi_custom's)."""
+    custom = set(openapi_custom.group_versions())
+    return sorted(set(served.group_versions()) - custom)
 
 
 @cache
@@ -240,7 +243,8 @@ def document_dict(group: str, version: str, served: Served = ALL_SERVED) -> JSON
     """The v3 document of one group version (openapi_v2 reads it too)."""
     paths: JSONObject = {}
     for k in discovery.kinds_of(group, version, served):
-        paths.update(_operations(k, group, version))
+        if not k.custom:
+            paths.update(_operations(k, group, version))
     return {
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": "kemu"},
@@ -251,7 +255,7 @@ def document_dict(group: str, version: str, served: Served = ALL_SERVED) -> JSON
 
 @cache
 def document(group: str, version: str, served: Served = ALL_SERVED) -> bytes | None:
-    if not discovery.kinds_of(group, version, served):
+    if not [k for k in discovery.kinds_of(group, version, served) if not k.custom]:
         return None
     return json.dumps(document_dict(group, version, served), separators=(",", ":")).encode()
 

@@ -147,6 +147,11 @@ def test_s_crd_2_create_get_printer_columns_pruned_defaulted(kubectl: Kubectl) -
     assert table[1].split()[:2] == ["a", "*"]
 
 
+def test_s_crd_11_explain(kubectl: Kubectl) -> None:
+    out = kubectl.run("explain", "crontabs.spec").stdout
+    assert "KIND:       CronTab" in out and "cronSpec" in out and "replicas" in out, out
+
+
 def test_s_crd_3_invalid_refused_naming_the_field(kubectl: Kubectl) -> None:
     ns = kubectl.namespace("crd")
     out = kubectl.run("apply", "-n", ns, "-f", "-", stdin=_crontab("big", replicas=20), check=False)
