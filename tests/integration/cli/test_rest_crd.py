@@ -97,6 +97,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     with Cluster(tmp_path_factory.mktemp("crd")) as c:
         c.start_etcd(unsafe_no_fsync=True)
         c.start_apiserver(rest=True)
+        c.start_controllermanager(extra_args=["--controllers", "namespace"])
         c.write_kubeconfig()
         yield c
 
@@ -225,6 +226,15 @@ def test_s_crd_10_cel_rule_scale_and_versions(
     )  # fmt: skip
     events = [(e["type"], e["object"]["spec"]["image"]) for e in stream]
     assert events == [("MODIFIED", "b")]
+
+
+def test_s_crd_12_namespace_deletion_deletes_custom_resources(kubectl: Kubectl) -> None:
+    ns = kubectl.namespace("crd")
+    kubectl.run("apply", "-n", ns, "-f", "-", stdin=_crontab("n"))
+    kubectl.run("delete", "namespace", ns, "--timeout=10s")
+    # (the namespace goes only once its content has: the custom resource went first)
+    listed = kubectl.json("get", "crontabs", "-A")["items"]
+    assert ns not in {i["metadata"]["namespace"] for i in listed}
 
 
 def test_s_crd_9_delete_crd_deletes_its_resources(kubectl: Kubectl) -> None:
