@@ -222,7 +222,7 @@ def test_s_crd_10_cel_rule_scale_and_versions(
     )
     stream = watch.Watch().stream(
         objects.list_namespaced_custom_object, GROUP, "v1", ns, "crontabs",
-        resource_version=rv, timeout_seconds=2,
+        resource_version=rv, timeout_seconds=1,
     )  # fmt: skip
     events = [(e["type"], e["object"]["spec"]["image"]) for e in stream]
     assert events == [("MODIFIED", "b")]
