@@ -60,8 +60,9 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-gen: $(STAMP) gen-openapi
+gen: $(STAMP)
 	hack/gen-proto.sh
+	$(MAKE) gen-openapi
 
 # Upstream's OpenAPI definitions of the kinds kemu serves (kemu/machinery/openapi/data), from the
 # pinned wheel kubernetes-validate (a dev dependency): rerun after adding a kind.

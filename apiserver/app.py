@@ -41,6 +41,7 @@ from apiserver.endpoints.rest.server import serve as serve_rest
 from apiserver.endpoints.servicer import ApiService
 from apiserver.endpoints.watches import Watches
 from apiserver.options import COMPONENT, parse_settings
+from apiserver.registry.apiextensions import CustomResourceDefinitions
 from apiserver.registry.registry import Registry, RegistrySettings
 from apiserver.settings import ApiserverSettings
 from apiserver.storage.etcd import EtcdStore
@@ -205,8 +206,13 @@ async def _serve(apiserver: _Apiserver, settings: ApiserverSettings, ctx: Compon
             await tg.start(cluster_clock.run)
         if threading.current_thread() is threading.main_thread():  # not in-process tests
             await tg.start(_drop_watches_on_signal, caches)
-        for cache in caches.values():
+        for cache in list(caches.values()):
             await tg.start(cache.run)
+        # (the custom resources' caches are added as their CRDs are established)
+        assert isinstance(caches, dict)
+        await tg.start(
+            CustomResourceDefinitions(apiserver.registry, apiserver.store, caches, ctx.clock).run
+        )
         await _bootstrap(apiserver.registry, ctx)
         await apiserver.grpc_server.start()
         logger.info(
@@ -238,7 +244,7 @@ async def _serve(apiserver: _Apiserver, settings: ApiserverSettings, ctx: Compon
             "draining: no new calls, watches ended, %gs for running calls",
             ctx.options.shutdown_grace_period,
         )
-        for cache in caches.values():
+        for cache in list(caches.values()):
             cache.end_watches()
         if cluster_clock is not None:  # (its components open theirs again elsewhere)
             cluster_clock.end_sessions()
@@ -253,7 +259,7 @@ async def _drop_watches_on_signal(
     with anyio.open_signal_receiver(signal.SIGUSR1) as signals:
         task_status.started()
         async for _ in signals:
-            ended = sum(cache.close_watches() for cache in caches.values())
+            ended = sum(cache.close_watches() for cache in list(caches.values()))
             logger.warning("SIGUSR1: ended every watch (%d)", ended)
 
 
@@ -304,7 +310,7 @@ async def _compactor(
             current = await store.current_revision()
             if previous:
                 await store.compact(previous)
-                for cache in caches.values():
+                for cache in list(caches.values()):
                     cache.compacted(previous)
                 logger.info("compacted etcd to revision %d", previous)
             previous = current

@@ -27,6 +27,7 @@ from kemu.client.informer import FuncHandler, Informer
 from kemu.client.interface import ApiClient
 from kemu.client.workqueue import WorkQueue
 from kemu.component.clock import Clock
+from kemu.machinery.apiextensions import crd as apiextensions
 from kemu.machinery.delete_options import BACKGROUND
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.kinds import KINDS, Kind
@@ -139,7 +140,40 @@ class NamespaceController:
                     pass  # gone, or replaced: the next list sees what is there
             left = await self._client.list(kind.message, namespace, limit=1)
             remaining += len(left.items)
+        remaining += await self._delete_custom_resources(namespace)
         return remaining, estimate
+
+    async def _delete_custom_resources(self, namespace: str) -> int:
+        """The namespaced custom resources of every established CRD (upstream finds them by
+        discovery); how many remain."""
+        remaining = 0
+        crds = await self._client.list_all(types_pb2.CustomResourceDefinition)
+        for crd in crds.items:
+            if not apiextensions.is_established(crd):
+                continue
+            definition = apiextensions.definition_of(crd)
+            if not definition.namespaced:
+                continue
+            try:
+                items = await self._client.list_custom(definition.resource, namespace)
+            except NotFound:
+                continue  # its CRD went since the list
+            for obj in items:
+                if obj.metadata.HasField("deletion_timestamp"):
+                    continue
+                try:
+                    await self._client.delete_custom(
+                        definition.resource,
+                        obj.metadata.name,
+                        namespace,
+                        uid=obj.metadata.uid,
+                        propagation_policy=BACKGROUND,
+                    )
+                except (NotFound, Conflict):
+                    continue
+            if items:
+                remaining += len(await self._client.list_custom(definition.resource, namespace))
+        return remaining
 
     async def _finalize(self, ns: types_pb2.Namespace) -> None:
         finalizers = [f for f in ns.spec.finalizers if f != FINALIZER_KUBERNETES]

@@ -75,7 +75,7 @@ class Lister:
         req: api_pb2.ListRequest,
         revision: int,
     ) -> bytes:
-        prefix = f"/registry/{kind.resource}/" + (f"{namespace}/" if namespace else "")
+        prefix = kind.storage_prefix + (f"{namespace}/" if namespace else "")
         token = getattr(req, "continue")
         start_after = ""
         if token:

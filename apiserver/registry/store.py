@@ -50,8 +50,8 @@ Mutation = Callable[[Message], Awaitable[Message] | Message]
 
 def object_key(kind: Kind, namespace: str, name: str) -> str:
     if kind.namespaced:
-        return f"/registry/{kind.resource}/{namespace}/{name}"
-    return f"/registry/{kind.resource}/{name}"
+        return f"{kind.storage_prefix}{namespace}/{name}"
+    return f"{kind.storage_prefix}{name}"
 
 
 def meta_of(obj: Message) -> types_pb2.ObjectMeta:

@@ -119,7 +119,9 @@ class Watcher:
     def _matches(self, co: CachedObject | None) -> bool:
         if co is None:
             return False
-        if self.namespace and co.key.split("/")[3:4] != [self.namespace]:
+        # (the namespace is the key's second-last segment: /registry/pods/NS/NAME, a custom
+        # resource's /registry/GROUP/PLURAL/NS/NAME)
+        if self.namespace and co.key.rsplit("/", 2)[-2] != self.namespace:
             return False
         return self.filter is None or self.filter.matches(co.obj)
 
@@ -165,7 +167,7 @@ class WatchCache:
             )
         self._store = store
         self.kind = kind
-        self.prefix = f"/registry/{kind.resource}/"
+        self.prefix = kind.storage_prefix
         self._field = api_pb2.Object.DESCRIPTOR.fields_by_name[kind.field].number
         self._lower_bound_capacity = lower_bound_capacity
         self._upper_bound_capacity = upper_bound_capacity

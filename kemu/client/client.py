@@ -638,6 +638,33 @@ class Client:
         out = await self._call("Delete", req, api_pb2.Object)
         return _unwrap(out, kind)
 
+    # ---- custom resources (issue #57 item 3): named by resource (plural.group), as a
+    # CustomObject is any CRD's
+
+    async def list_custom(
+        self, resource: str, namespace: str = ""
+    ) -> tuple[types_pb2.CustomObject, ...]:
+        items: tuple[types_pb2.CustomObject, ...] = ()
+        token = ""
+        while True:
+            req = api_pb2.ListRequest(
+                resource=resource, namespace=namespace, limit=500, **{"continue": token}
+            )
+            out = await self._read("List", req, api_pb2.ListResponse)
+            items += tuple(_unwrap(item, types_pb2.CustomObject) for item in out.items)
+            token = getattr(out, "continue")
+            if not token:
+                return items
+
+    async def delete_custom(
+        self, resource: str, name: str, namespace: str, *, uid: str, propagation_policy: str
+    ) -> None:
+        req = api_pb2.DeleteRequest(
+            resource=resource, namespace=namespace, name=name, propagation_policy=propagation_policy
+        )
+        req.preconditions.uid = uid
+        await self._call("Delete", req, api_pb2.Object)
+
     async def bind(
         self,
         namespace: str,

@@ -743,6 +743,17 @@ class FakeClient:
         assert isinstance(obj, types_pb2.Pod)
         return cast(M, self._resize(obj))
 
+    async def list_custom(
+        self, resource: str, namespace: str = ""
+    ) -> tuple[types_pb2.CustomObject, ...]:
+        """The fake serves no custom resources (no CRDs are established in it)."""
+        return ()
+
+    async def delete_custom(
+        self, resource: str, name: str, namespace: str, *, uid: str, propagation_policy: str
+    ) -> None:
+        raise NotFound(f'{resource} "{name}" not found')
+
     async def delete(
         self,
         kind: type[M],

@@ -143,6 +143,18 @@ class ApiClient(Protocol):
         orphan_dependents is its deprecated form."""
         ...
 
+    async def list_custom(
+        self, resource: str, namespace: str = ""
+    ) -> tuple[types_pb2.CustomObject, ...]:
+        """Every custom resource of `resource` (plural.group) in `namespace` ("" all)."""
+        ...
+
+    async def delete_custom(
+        self, resource: str, name: str, namespace: str, *, uid: str, propagation_policy: str
+    ) -> None:
+        """Deletes one custom resource (a uid precondition)."""
+        ...
+
     async def bind(
         self,
         namespace: str,

@@ -26,6 +26,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from kemu.api.v1 import types_pb2
 from kemu.machinery import openapi
 from kemu.machinery.errors import BadRequest, Cause, Invalid
 from kemu.machinery.jsonvalue import JSON, JSONObject
@@ -231,7 +232,31 @@ def to_dict(obj: Message, *, wire: bool = False) -> JSONObject:
     """An API object as Kubernetes prints it: apiVersion and kind first (`wire`: see
     message_to_dict)."""
     k = kind_of(obj)
+    if isinstance(obj, types_pb2.CustomObject):
+        return custom_to_dict(obj, wire=wire)
     return {"apiVersion": k.api_version, "kind": k.kind, **message_to_dict(obj, wire=wire)}
+
+
+def custom_to_dict(obj: types_pb2.CustomObject, *, wire: bool = False) -> JSONObject:
+    """A custom resource as its JSON: apiVersion, kind, metadata, then its content."""
+    out: JSONObject = {"apiVersion": obj.api_version, "kind": obj.kind}
+    out["metadata"] = message_to_dict(obj.metadata, wire=wire)
+    content = json.loads(obj.content.raw) if obj.content.raw else {}
+    if isinstance(content, dict):
+        out.update({k: v for k, v in content.items() if k not in out})
+    return out
+
+
+def custom_from_dict(kind: Kind, body: JSONObject, unknown: UnknownFields | None) -> Message:
+    """A custom resource from its JSON (apiVersion and kind already checked): metadata typed,
+    the rest kept as its JSON (pruning and the schema are kemu.machinery.apiextensions')."""
+    msg = types_pb2.CustomObject(api_version=kind.api_version, kind=kind.kind)
+    meta = body.get("metadata")
+    if meta is not None:
+        fill_message(msg.metadata, meta, "metadata", unknown)
+    rest = {k: v for k, v in body.items() if k != "metadata"}
+    msg.content.raw = json.dumps(rest, separators=(",", ":"))
+    return msg
 
 
 # ---------------------------------------------------------------- from JSON
@@ -422,8 +447,11 @@ def from_dict(kind: Kind, data: object, unknown: UnknownFields | None = None) ->
             f'(expected "{kind.api_version}")',
             [Cause("apiVersion", f"expected {kind.api_version}")],
         )
-    msg = kind.new()
-    fill_message(msg, body, "", unknown)
+    if kind.custom:
+        msg = custom_from_dict(kind, body, unknown)
+    else:
+        msg = kind.new()
+        fill_message(msg, body, "", unknown)
     if unknown is not None:
         unknown.check()
     return msg

@@ -130,7 +130,22 @@ SUPPORTED_FIELDS: Final[dict[str, dict[str, Getter]]] = {
     "resourceclaims": dict(_META),
     "resourceclaimtemplates": dict(_META),
     "devicetaintrules": {"metadata.name": _meta_name},
+    # apiextensions.k8s.io (issue #57 item 3): the generic store's fields
+    "customresourcedefinitions": dict(_META),
 }
+
+
+def _getters(resource: str) -> dict[str, Getter] | None:
+    """The field labels of `resource`; a custom resource's are metadata.name and
+    metadata.namespace (upstream's apiextensions-apiserver, selectableFields aside)."""
+    supported = SUPPORTED_FIELDS.get(resource)
+    if supported is None and "." in resource:
+        try:
+            if kind_for_resource(resource).custom:
+                return _META
+        except BadRequest:
+            return None
+    return supported
 
 
 @dataclass(frozen=True)
@@ -155,7 +170,7 @@ class FieldSelector:
         return not self.requirements
 
     def matches(self, obj: Message) -> bool:
-        getters = SUPPORTED_FIELDS[self.resource]
+        getters = _getters(self.resource) or {}
         for r in self.requirements:
             have = getters[r.field](obj)
             if (have == r.value) != (r.operator == "="):
@@ -175,7 +190,7 @@ class FieldSelector:
 
 def field_value(resource: str, obj: Message, field: str) -> str:
     """The value a field selector sees for `field` of `obj` (KeyError if unsupported)."""
-    return SUPPORTED_FIELDS[resource][field](obj)
+    return (_getters(resource) or {})[field](obj)
 
 
 def escape_value(value: str) -> str:
@@ -237,7 +252,7 @@ def _unescape(value: str, selector: str) -> str:
 
 def parse_field_selector(resource: str, text: str) -> FieldSelector:
     """Parses `text` for `resource` (pods, nodes, ...); BadRequest when malformed or unsupported."""
-    supported = SUPPORTED_FIELDS.get(resource)
+    supported = _getters(resource)
     if supported is None:
         kind_for_resource(resource)  # BadRequest for an unknown resource
         raise BadRequest(f"field selectors are not supported for {resource}")

@@ -33,6 +33,7 @@ _DRA_VERSIONS: Final = (
 """DRA's kinds by release (pkg/registry/resource/rest/storage_resource.go): v1alpha3 at 1.31
 (DynamicResourceAllocation alpha), v1beta1 from 1.32 (beta, off), v1beta2 from 1.33, v1 from
 1.34 (GA, on); the alpha and beta versions need --runtime-config, as upstream's defaults."""
+APIEXTENSIONS_V1: Final = "apiextensions.k8s.io/v1"
 DYNAMIC_RESOURCE_ALLOCATION: Final = "DynamicResourceAllocation"
 """(kemu.component.featuregate.DYNAMIC_RESOURCE_ALLOCATION.)"""
 DRA_DEVICE_TAINT_RULES: Final = "DRADeviceTaintRules"
@@ -60,6 +61,34 @@ class Kind:
     gate: str = ""
     """The feature gate without which the apiserver does not serve the kind (its storage
     provider leaves the resource out, as upstream's pkg/registry/<group>/rest does)."""
+    plural: str = ""
+    """A custom resource's plural (its `resource` is plural.group, upstream's
+    GroupResource string); "" for the built-in kinds."""
+    singular: str = ""
+    custom_subresources: tuple[str, ...] = ()
+    """A custom resource's subresources its CRD's storage version enables (status, scale)."""
+
+    @property
+    def custom(self) -> bool:
+        """A custom resource (served from a CustomResourceDefinition)."""
+        return bool(self.plural)
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def path_resource(self) -> str:
+        """The resource as a REST path names it (plural without the group)."""
+        return self.plural or self.resource
+
+    @property
+    def storage_prefix(self) -> str:
+        """The etcd prefix of the kind's objects: /registry/<resource>/, a custom resource's
+        /registry/<group>/<plural>/ as upstream's apiextensions-apiserver keys them."""
+        if self.plural:
+            return f"/registry/{self.group}/{self.plural}/"
+        return f"/registry/{self.resource}/"
 
     def new(self) -> Message:
         return self.message()
@@ -388,6 +417,17 @@ KINDS: Final[tuple[Kind, ...]] = (
         "resource_quota",
         ("quota",),
     ),
+    # ---- apiextensions.k8s.io (issue #57 item 3): the CRD kind; its custom resources are
+    # the kinds registered at run time below (register_custom).
+    Kind(
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        APIEXTENSIONS_V1,
+        False,
+        types_pb2.CustomResourceDefinition,
+        "custom_resource_definition",
+        ("crd", "crds"),
+    ),
 )
 
 BY_KIND: Final[dict[str, Kind]] = {k.kind: k for k in KINDS}
@@ -400,6 +440,33 @@ _ALIASES: Final[dict[str, Kind]] = {
     for k in KINDS
     for alias in (k.kind.lower(), k.resource, k.resource.rstrip("s"), *k.short_names)
 }
+
+
+_CUSTOM: Final[dict[str, Kind]] = {}
+"""The custom resources this process knows, by resource (plural.group): the apiserver's
+CRD controller registers a CRD's kind once its names are accepted and forgets it when the CRD
+goes; a client registers those it reads from the CRDs it was asked about. (Process-wide as
+upstream's RESTMapper is per client; kinds are values, so a stale entry is harmless.)"""
+
+
+def register_custom(kind: Kind) -> None:
+    _CUSTOM[kind.resource] = kind
+
+
+def forget_custom(resource: str) -> None:
+    _CUSTOM.pop(resource, None)
+
+
+def custom_kinds() -> tuple[Kind, ...]:
+    return tuple(_CUSTOM.values())
+
+
+def custom_kind(group: str, kind: str) -> Kind | None:
+    """The registered custom resource of a group's kind."""
+    for k in _CUSTOM.values():
+        if k.kind == kind and k.group == group:
+            return k
+    return None
 
 
 def registered_group_versions(minor: int) -> tuple[str, ...]:
@@ -457,11 +524,13 @@ class Served:
         return hash((self.minor, tuple(self.api_versions.items())))
 
     def serves(self, kind: Kind) -> bool:
+        if kind.custom:
+            return kind.resource in _CUSTOM
         return kind.kind in self.api_versions
 
     def check(self, kind: Kind) -> None:
         """NotFound for a kind not served, as upstream answers a resource it does not have."""
-        if kind.kind not in self.api_versions:
+        if not self.serves(kind):
             raise NotFound(
                 f"the server could not find the requested resource ({kind.resource}"
                 f"{'.' + kind.api_version.partition('/')[0] if '/' in kind.api_version else ''})"
@@ -469,19 +538,29 @@ class Served:
 
     def preferred(self, kind: Kind) -> str:
         """The preferred group version of a served kind (its message's own otherwise)."""
+        if kind.custom:
+            return kind.api_versions_at(self.minor)[0]
         versions = self.api_versions.get(kind.kind)
         return versions[0] if versions else kind.api_version
 
     def kinds_of(self, group: str, version: str) -> list[Kind]:
-        """The kinds served under a group version, in KINDS' order."""
+        """The kinds served under a group version, in KINDS' order, then the custom
+        resources served there."""
         gv = f"{group}/{version}" if group else version
-        return [k for k in KINDS if gv in self.api_versions.get(k.kind, ())]
+        return [k for k in KINDS if gv in self.api_versions.get(k.kind, ())] + [
+            k for k in _CUSTOM.values() if gv in k.api_versions_at(self.minor)
+        ]
 
     def group_versions(self) -> list[tuple[str, str]]:
         """Every served (group, version), in KINDS' order, each kind's preferred first."""
         out: list[tuple[str, str]] = []
         for k in KINDS:
             for gv in self.api_versions.get(k.kind, ()):
+                group, _, version = gv.rpartition("/")
+                if (group, version) not in out:
+                    out.append((group, version))
+        for k in _CUSTOM.values():
+            for gv in k.api_versions_at(self.minor):
                 group, _, version = gv.rpartition("/")
                 if (group, version) not in out:
                     out.append((group, version))
@@ -496,7 +575,7 @@ ALL_SERVED: Final = Served(
 
 def kind_for_resource(resource: str) -> Kind:
     """The kind served under a resource name (pods); BadRequest for an unknown one."""
-    k = BY_RESOURCE.get(resource)
+    k = BY_RESOURCE.get(resource) or _CUSTOM.get(resource)
     if k is None:
         raise BadRequest(f"the server could not find the requested resource {resource!r}")
     return k
@@ -504,13 +583,27 @@ def kind_for_resource(resource: str) -> Kind:
 
 def lookup(name: str) -> Kind:
     """Resolves what a user types (pod, pods, po, Pod, PodDisruptionBudget, pdb)."""
-    k = BY_KIND.get(name) or _ALIASES.get(name.lower())
+    k = BY_KIND.get(name) or _ALIASES.get(name.lower()) or _custom_alias(name)
     if k is None:
         raise BadRequest(f'the server doesn\'t have a resource type "{name}"')
     return k
 
 
+def _custom_alias(name: str) -> Kind | None:
+    low = name.lower()
+    for k in _CUSTOM.values():
+        if low in (k.kind.lower(), k.plural, k.singular, k.resource, *k.short_names):
+            return k
+    return None
+
+
 def kind_of(obj: Message) -> Kind:
+    if isinstance(obj, types_pb2.CustomObject):
+        group = obj.api_version.rpartition("/")[0]
+        found = custom_kind(group, obj.kind)
+        if found is None:
+            raise NotFound(f'no custom resource of kind "{obj.kind}" in group "{group}"')
+        return found
     k = BY_MESSAGE.get(obj.DESCRIPTOR.full_name)
     if k is None:
         raise BadRequest(f"{obj.DESCRIPTOR.full_name} is not an API kind")

@@ -4,6 +4,8 @@ meta.k8s.io Tables (one place for both), with ages as kubectl prints them."""
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -12,9 +14,12 @@ from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from kemu.api.v1 import types_pb2
-from kemu.machinery import kinds, storage
+from kemu.machinery import convert, kinds, storage
+from kemu.machinery.apiextensions import custom
+from kemu.machinery.apiextensions.crd import Column
 from kemu.machinery.dra import claim_state
 from kemu.machinery.errors import Invalid
+from kemu.machinery.jsonvalue import JSON, JSONObject
 from kemu.machinery.keys import object_meta
 from kemu.machinery.labels import selector_from_label_selector
 from kemu.machinery.quantity import parse_quantity
@@ -805,8 +810,83 @@ _EVENT_WIDE_HEADERS = ("LAST SEEN", "TYPE", "REASON", "OBJECT", "SOURCE", "MESSA
 _EVENT_WIDE_EXTRA = ("FIRST SEEN", "COUNT", "NAME")
 
 
+# ---- apiextensions.k8s.io (issue #57 item 3)
+
+
+def _crd_row(obj: types_pb2.CustomResourceDefinition, now: float, wide: bool) -> list[str]:
+    """Upstream's CRD table: NAME and CREATED AT (an RFC 3339 time, not an age)."""
+    meta = object_meta(obj)
+    created = meta.creation_timestamp.ToDatetime().strftime("%Y-%m-%dT%H:%M:%SZ")
+    return [meta.name, created]
+
+
+TABLES["CustomResourceDefinition"] = TableSpec(("NAME", "CREATED AT"), (), _crd_row)
+
+
+def _custom_table(kind: kinds.Kind) -> TableSpec:
+    """A custom resource's table: NAME, its additionalPrinterColumns (priority 0; the
+    others with -o wide), AGE last, as upstream's tableconvertor for CRDs."""
+    definition = custom.definition_for(kind)
+    columns = definition.storage.columns if definition is not None else ()
+    narrow = [c for c in columns if c.priority == 0]
+    extra = [c for c in columns if c.priority != 0]
+
+    def row(obj: Message, now: float, wide: bool) -> list[str]:
+        assert isinstance(obj, types_pb2.CustomObject)
+        body = convert.custom_to_dict(obj)
+        cells = [object_meta(obj).name]
+        cells += [_column_cell(c, body, now) for c in narrow]
+        cells.append(_created(obj, now))
+        if wide:
+            cells += [_column_cell(c, body, now) for c in extra]
+        return cells
+
+    return TableSpec(
+        ("NAME", *(c.name.upper() for c in narrow), "AGE"),
+        tuple(c.name.upper() for c in extra),
+        row,
+    )
+
+
+def _column_cell(column: Column, body: JSONObject, now: float) -> str:
+    value = json_path(body, column.json_path)
+    if value is None:
+        return "<none>"
+    if column.type == "date" and isinstance(value, str):
+        try:
+            return age(convert.parse_time(value, column.json_path), now)
+        except Invalid:
+            return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict | list):
+        return json.dumps(value, separators=(",", ":"))
+    return str(value)
+
+
+_PATH_STEP: Final = re.compile(r"\.([^.\[]+)|\[(\d+)\]")
+
+
+def json_path(body: JSON, path: str) -> JSON:
+    """The value at a printer column's simple JSONPath (.spec.a.b[0].c), None when absent."""
+    value: JSON = body
+    for m in _PATH_STEP.finditer(path.strip("{}")):
+        if m.group(1) is not None:
+            value = value.get(m.group(1)) if isinstance(value, dict) else None
+        else:
+            i = int(m.group(2))
+            value = value[i] if isinstance(value, list) and i < len(value) else None
+        if value is None:
+            return None
+    return value
+
+
+def _table(kind: kinds.Kind) -> TableSpec:
+    return _custom_table(kind) if kind.custom else TABLES[kind.kind]
+
+
 def headers(kind: kinds.Kind, *, wide: bool, with_namespace: bool) -> list[str]:
-    spec = TABLES[kind.kind]
+    spec = _table(kind)
     if kind.kind == "Event" and wide:
         cols = [*_EVENT_WIDE_HEADERS, *_EVENT_WIDE_EXTRA]
     else:
@@ -818,7 +898,7 @@ def row(
     kind: kinds.Kind, obj: Message, now: float, *, wide: bool, with_namespace: bool
 ) -> list[str]:
     """One table row (the cells of `headers`)."""
-    cells = TABLES[kind.kind].row(obj, now, wide)
+    cells = _table(kind).row(obj, now, wide)
     return ([object_meta(obj).namespace] if with_namespace else []) + cells
 
 

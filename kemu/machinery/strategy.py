@@ -21,6 +21,7 @@ from google.protobuf.message import Message
 from kemu.api.v1 import types_pb2
 from kemu.machinery import apps, batch, certificates, dra, storage
 from kemu.machinery import namespaces as ns_rules
+from kemu.machinery.apiextensions import crd, custom
 from kemu.machinery.convert import timestamp
 from kemu.machinery.defaults import set_defaults
 from kemu.machinery.dra import (
@@ -467,6 +468,42 @@ class CertificateSigningRequestStrategy(Strategy):
         return result
 
 
+# ---- apiextensions.k8s.io (issue #57 item 3)
+
+
+class CustomResourceDefinitionStrategy(_StatusReset):
+    """Upstream pkg/registry/customresourcedefinition/strategy.go: v1 defaults, the status
+    the server's; the cleanup finalizer on every new CRD (its custom resources go first)."""
+
+    def prepare_for_create(self, obj: Message, opts: StrategyOptions, now: float) -> None:
+        super().prepare_for_create(obj, opts, now)
+        assert isinstance(obj, types_pb2.CustomResourceDefinition)
+        crd.set_defaults(obj)
+        if crd.CLEANUP_FINALIZER not in obj.metadata.finalizers:
+            obj.metadata.finalizers.append(crd.CLEANUP_FINALIZER)
+
+    def prepare_for_update(self, new: Message, old: Message, opts: StrategyOptions) -> None:
+        assert isinstance(new, types_pb2.CustomResourceDefinition)
+        crd.set_defaults(new)
+
+
+class CustomResourceStrategy(Strategy):
+    """Every custom resource's (kemu.machinery.apiextensions.custom)."""
+
+    def prepare_for_create(self, obj: Message, opts: StrategyOptions, now: float) -> None:
+        custom.prepare_for_create(obj)
+
+    def prepare_for_update(self, new: Message, old: Message, opts: StrategyOptions) -> None:
+        custom.prepare_for_update(new, old)
+
+    def prepare_for_status_update(
+        self, sent: Message, old: Message, opts: StrategyOptions, now: float
+    ) -> Message:
+        return custom.prepare_for_status_update(sent, old)
+
+
+CUSTOM_RESOURCE_STRATEGY: Final = CustomResourceStrategy()
+
 DEFAULT_STRATEGY: Final = Strategy()
 
 STRATEGIES: Final[Mapping[str, Strategy]] = MappingProxyType(
@@ -498,12 +535,15 @@ STRATEGIES: Final[Mapping[str, Strategy]] = MappingProxyType(
         "ResourceQuota": _StatusReset(),
         "APIService": _StatusReset(),
         "CertificateSigningRequest": CertificateSigningRequestStrategy(),
+        "CustomResourceDefinition": CustomResourceDefinitionStrategy(),
     }
 )
 """Kind name -> its strategy; every other kind has DEFAULT_STRATEGY."""
 
 
 def strategy_for(kind: Kind) -> Strategy:
+    if kind.custom:
+        return CUSTOM_RESOURCE_STRATEGY
     return STRATEGIES.get(kind.kind, DEFAULT_STRATEGY)
 
 
@@ -530,7 +570,7 @@ def before_update(kind: Kind, old: Message, sent: Message, opts: StrategyOptions
         meta.ClearField("deletion_timestamp")
         meta.ClearField("deletion_grace_period_seconds")
     meta.resource_version = old_meta.resource_version
-    if kind.has_status:
+    if kind.has_status and not kind.custom:  # (a custom resource's strategy keeps it)
         copy_field(result, old, "status")
     strategy_for(kind).prepare_for_update(result, old, opts)
     if bumps_generation(old, result):

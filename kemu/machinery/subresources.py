@@ -36,6 +36,8 @@ class Subresource:
     """The group and version of `served_kind` when not the object's (discovery)."""
 
     def exists_for(self, kind: Kind) -> bool:
+        if kind.custom:  # a custom resource: those its CRD enables
+            return self.name in kind.custom_subresources
         return kind.has_status if self.kinds is None else kind.kind in self.kinds
 
 

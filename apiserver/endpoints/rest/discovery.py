@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from kemu.machinery import subresources
+from kemu.machinery.apiextensions import custom
 from kemu.machinery.jsonvalue import JSONArray, JSONObject
 from kemu.machinery.kinds import ALL_SERVED, Kind, Served
 
@@ -148,6 +149,12 @@ def _subresources(k: Kind) -> list[tuple[str, str, list[str]]]:
     return [(s.name, s.served_kind or k.kind, sorted(s.verbs)) for s in subresources.of_kind(k)]
 
 
+def _custom_categories(k: Kind) -> JSONArray:
+    """A custom resource's spec.names.categories."""
+    definition = custom.definition_for(k) if k.custom else None
+    return list(definition.categories) if definition is not None else []
+
+
 def _group_version(sub: str) -> tuple[str, str] | None:
     """The group and version of a subresource's kind when of another group (policy/v1
     Eviction, autoscaling/v1 Scale)."""
@@ -162,20 +169,23 @@ def resource_list(group: str, version: str, served: Served = ALL_SERVED) -> JSON
     resources: JSONArray = []
     for k in kinds:
         entry: JSONObject = {
-            "name": k.resource,
-            "singularName": k.kind.lower(),
+            "name": k.path_resource,
+            "singularName": k.singular or k.kind.lower(),
             "namespaced": k.namespaced,
             "kind": k.kind,
             "verbs": VERBS,
         }
         if k.short_names:
             entry["shortNames"] = list(k.short_names)
-        if k.kind in IN_CATEGORY_ALL:
+        if k.kind in IN_CATEGORY_ALL and not k.custom:
             entry["categories"] = ["all"]
+        categories = _custom_categories(k)
+        if categories:
+            entry["categories"] = categories
         resources.append(entry)
         for sub, sub_kind, verbs in _subresources(k):
             item: JSONObject = {
-                "name": f"{k.resource}/{sub}",
+                "name": f"{k.path_resource}/{sub}",
                 "singularName": "",
                 "namespaced": k.namespaced,
                 "kind": sub_kind,
@@ -227,16 +237,19 @@ def aggregated_content_type(version: str) -> str:
 
 def _aggregated_resource(k: Kind, group: str, version: str) -> JSONObject:
     entry: JSONObject = {
-        "resource": k.resource,
+        "resource": k.path_resource,
         "responseKind": {"group": group, "version": version, "kind": k.kind},
         "scope": "Namespaced" if k.namespaced else "Cluster",
-        "singularResource": k.kind.lower(),
+        "singularResource": k.singular or k.kind.lower(),
         "verbs": VERBS,
     }
     if k.short_names:
         entry["shortNames"] = list(k.short_names)
-    if k.kind in IN_CATEGORY_ALL:
+    if k.kind in IN_CATEGORY_ALL and not k.custom:
         entry["categories"] = ["all"]
+    categories = _custom_categories(k)
+    if categories:
+        entry["categories"] = categories
     subs: JSONArray = []
     for sub, sub_kind, verbs in _subresources(k):
         sub_group, sub_version = _group_version(sub) or (group, version)

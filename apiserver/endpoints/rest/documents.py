@@ -8,7 +8,7 @@ import json
 
 from aiohttp import web
 
-from apiserver.endpoints.rest import discovery, openapi, openapi_v2
+from apiserver.endpoints.rest import discovery, openapi, openapi_custom, openapi_v2
 from apiserver.endpoints.rest.request import JSON_TYPE, json_response
 from kemu.machinery.errors import NotFound
 from kemu.machinery.jsonvalue import JSONObject
@@ -46,12 +46,19 @@ def response(
 
 def _openapi_v3(path: str, served: Served) -> web.Response:
     if path == "/openapi/v3":
-        return json_response(openapi.index(served))
+        index = openapi.index(served)
+        paths = index.get("paths")
+        custom_paths = openapi_custom.index_paths()
+        if custom_paths and isinstance(paths, dict):
+            index = {**index, "paths": {**paths, **custom_paths}}
+        return json_response(index)
     parts = path.removeprefix("/openapi/v3/").split("/")
     doc = None
-    if parts[:1] == ["api"] and len(parts) == 2:
+    if parts[:1] == ["apis"] and len(parts) == 3:
+        doc = openapi_custom.document(parts[1], parts[2])
+    if doc is None and parts[:1] == ["api"] and len(parts) == 2:
         doc = openapi.document("", parts[1], served)
-    elif parts[:1] == ["apis"] and len(parts) == 3:
+    elif doc is None and parts[:1] == ["apis"] and len(parts) == 3:
         doc = openapi.document(parts[1], parts[2], served)
     if doc is None:
         raise NotFound("the server could not find the requested resource")

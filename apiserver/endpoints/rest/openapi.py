@@ -12,7 +12,7 @@ import json
 from functools import cache
 from typing import Final
 
-from apiserver.endpoints.rest import discovery
+from apiserver.endpoints.rest import discovery, openapi_custom
 from kemu.machinery import openapi as upstream
 from kemu.machinery.jsonvalue import JSON, JSONArray, JSONObject
 from kemu.machinery.kinds import ALL_SERVED, Kind, Served
@@ -111,7 +111,10 @@ def _operations(kind: Kind, group: str, version: str, minor: int) -> JSONObject:
 
 
 def group_versions(served: Served = ALL_SERVED) -> list[tuple[str, str]]:
-    return sorted(set(served.group_versions()))
+    """The built-in kinds' group versions (the custom resources' documents are
+    openapi_custom's)."""
+    custom = set(openapi_custom.group_versions())
+    return sorted(set(served.group_versions()) - custom)
 
 
 @cache
@@ -119,7 +122,8 @@ def document_dict(group: str, version: str, served: Served = ALL_SERVED) -> JSON
     """The v3 document of one group version (openapi_v2 reads it too)."""
     paths: JSONObject = {}
     for k in discovery.kinds_of(group, version, served):
-        paths.update(_operations(k, group, version, served.minor))
+        if not k.custom:
+            paths.update(_operations(k, group, version, served.minor))
     return {
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": "kemu"},
@@ -130,7 +134,7 @@ def document_dict(group: str, version: str, served: Served = ALL_SERVED) -> JSON
 
 @cache
 def document(group: str, version: str, served: Served = ALL_SERVED) -> bytes | None:
-    if not discovery.kinds_of(group, version, served):
+    if not [k for k in discovery.kinds_of(group, version, served) if not k.custom]:
         return None
     return json.dumps(document_dict(group, version, served), separators=(",", ":")).encode()
 

@@ -3683,3 +3683,25 @@ class ResourceQuota(_message.Message):
     spec: ResourceQuotaSpec
     status: ResourceQuotaStatus
     def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[ResourceQuotaSpec, _Mapping]] = ..., status: _Optional[_Union[ResourceQuotaStatus, _Mapping]] = ...) -> None: ...
+
+class CustomResourceDefinition(_message.Message):
+    __slots__ = ("metadata", "spec", "status")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    metadata: ObjectMeta
+    spec: RawExtension
+    status: RawExtension
+    def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[RawExtension, _Mapping]] = ..., status: _Optional[_Union[RawExtension, _Mapping]] = ...) -> None: ...
+
+class CustomObject(_message.Message):
+    __slots__ = ("metadata", "api_version", "kind", "content")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    API_VERSION_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    metadata: ObjectMeta
+    api_version: str
+    kind: str
+    content: RawExtension
+    def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., api_version: _Optional[str] = ..., kind: _Optional[str] = ..., content: _Optional[_Union[RawExtension, _Mapping]] = ...) -> None: ...

@@ -13,6 +13,7 @@ from typing import Any, Final
 
 from google.protobuf.message import Message
 
+from kemu.machinery.apiextensions import crd, custom
 from kemu.machinery.dra import DEFAULT_DRA_RULES, DraRules
 from kemu.machinery.errors import Cause
 from kemu.machinery.podgroups import DEFAULT_RULES, PodGroupRules
@@ -140,6 +141,8 @@ _VALIDATORS: Final[dict[str, tuple[_Validate, _ValidateUpdate]]] = {
     "kemu.api.v1.Secret": (validate_secret, validate_secret_update),
     "kemu.api.v1.CronJob": (validate_cron_job, validate_cron_job_update),
     **_KINDS_A_VALIDATORS,
+    # apiextensions.k8s.io (issue #57 item 3)
+    "kemu.api.v1.CustomResourceDefinition": (crd.validate_crd, crd.validate_crd_update),
 }
 
 
@@ -249,6 +252,8 @@ def validate_object(
     Raises TypeError for a message that is not an API kind (a bug in the caller).
     """
     name = obj.DESCRIPTOR.full_name
+    if name == "kemu.api.v1.CustomObject":  # a custom resource: its CRD's schema
+        return custom.validate(obj, old)
     versioned = _VERSIONED.get(name)
     dra_entry = _DRA.get(name)
     entry: tuple[_Validate, _ValidateUpdate] | None

@@ -277,7 +277,9 @@ def test_protobuf_deployment_body_in_upstream_field_numbers() -> None:
 
 
 def test_protobuf_schema_covers_every_kind() -> None:
-    assert {k.kind for k in KINDS} <= protobuf_schema.SCHEMA.keys()
+    # (but the CRD: its clients send JSON; its recursive JSONSchemaProps is not in the table)
+    json_only = {"CustomResourceDefinition"}
+    assert {k.kind for k in KINDS} - json_only <= protobuf_schema.SCHEMA.keys()
     for name, fields in protobuf_schema.SCHEMA.items():
         for json_name, typ in fields.values():
             target = typ.removeprefix("[]").removeprefix("~").removeprefix("map_")
