@@ -27,6 +27,7 @@ import grpc
 from anyio.abc import TaskStatus
 from google.protobuf.message import Message
 
+from apiserver import kubernetes_service
 from apiserver.admission.priority import system_priority_classes
 from apiserver.clock.activity import Activity
 from apiserver.clock.cluster_clock import ClusterClock
@@ -44,11 +45,11 @@ from apiserver.registry.registry import Registry, RegistrySettings
 from apiserver.settings import ApiserverSettings
 from apiserver.storage.etcd import EtcdStore
 from apiserver.storage.watch_cache import WatchCache
-from kemu.api.v1 import api_pb2
+from kemu.api.v1 import api_pb2, types_pb2
 from kemu.component.runner import ComponentContext, cleanup_scope, retry_until_ready, run_component
 from kemu.component.version import BINARY_VERSION
 from kemu.component.virtual_clock import VirtualClock
-from kemu.machinery.errors import AlreadyExists, InternalError, Unavailable
+from kemu.machinery.errors import AlreadyExists, Conflict, InternalError, Unavailable
 from kemu.machinery.kinds import KINDS, kind_of
 from kemu.machinery.namespaces import SYSTEM_NAMESPACES, new_namespace
 
@@ -205,6 +206,7 @@ async def _serve(apiserver: _Apiserver, settings: ApiserverSettings, ctx: Compon
         for cache in caches.values():
             await tg.start(cache.run)
         await _bootstrap(apiserver.registry, ctx)
+        await _bootstrap_kubernetes_service(apiserver.registry, settings, ctx)
         await apiserver.grpc_server.start()
         logger.info(
             "serving the kemu API on %s (emulated version %s)",
@@ -269,6 +271,34 @@ async def _bootstrap(registry: Registry, ctx: ComponentContext) -> None:
 
         what = f"{kind_of(obj).kind} {obj.metadata.name}"  # type: ignore[attr-defined]
         await retry_until_ready(what, create, clock=ctx.clock, retry_on=(Unavailable,))
+
+
+async def _bootstrap_kubernetes_service(
+    registry: Registry, settings: ApiserverSettings, ctx: ComponentContext
+) -> None:
+    """The `kubernetes` Service and its endpoints (apiserver/kubernetes_service.py); the
+    endpoints are rewritten when the apiserver's address or port changed."""
+    serving = settings.serving
+    port = serving.rest_port or serving.port
+    for obj in kubernetes_service.bootstrap_objects(serving.bind_address, port):
+
+        async def ensure(obj: Message = obj) -> None:
+            try:
+                await registry.create(obj)
+            except AlreadyExists:
+                if isinstance(obj, types_pb2.Service):
+                    return
+                meta = obj.metadata  # type: ignore[attr-defined]
+                raw = await registry.get_bytes(kind_of(obj), meta.namespace, meta.name)
+                current = type(obj).FromString(raw)
+                sent = type(obj)()
+                sent.CopyFrom(obj)
+                sent.metadata.CopyFrom(current.metadata)  # type: ignore[attr-defined]
+                if sent != current:
+                    await registry.update(sent)
+
+        what = f"{kind_of(obj).kind} default/{kubernetes_service.NAME}"
+        await retry_until_ready(what, ensure, clock=ctx.clock, retry_on=(Unavailable, Conflict))
 
 
 async def _compactor(

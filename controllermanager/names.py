@@ -26,6 +26,13 @@ PVC_PROTECTION: Final = "pvc-protection"
 PV_PROTECTION: Final = "pv-protection"
 POD_GROUP_PROTECTION: Final = "podgroup-protection-controller"
 RESOURCE_CLAIM: Final = "resourceclaim-controller"
+# ---- kinds-b (issue #57): upstream's aliases, as --controllers takes them
+REPLICATION_CONTROLLER: Final = "replicationcontroller"
+ENDPOINT: Final = "endpoint"
+ENDPOINT_SLICE: Final = "endpointslice"
+HORIZONTAL_POD_AUTOSCALING: Final = "horizontalpodautoscaling"
+SERVICE_ACCOUNT: Final = "serviceaccount"
+ROOT_CA_CERT_PUBLISHER: Final = "root-ca-cert-publisher"
 
 CONTROLLER_NAMES: Final = (
     DISRUPTION,
@@ -47,5 +54,12 @@ CONTROLLER_NAMES: Final = (
     PV_PROTECTION,
     POD_GROUP_PROTECTION,
     RESOURCE_CLAIM,
+    # ---- kinds-b (issue #57)
+    REPLICATION_CONTROLLER,
+    ENDPOINT,
+    ENDPOINT_SLICE,
+    HORIZONTAL_POD_AUTOSCALING,
+    SERVICE_ACCOUNT,
+    ROOT_CA_CERT_PUBLISHER,
 )
 """Every controller, in the order they start (as CONTROLLERS)."""

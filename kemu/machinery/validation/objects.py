@@ -17,6 +17,14 @@ from kemu.machinery.dra import DEFAULT_DRA_RULES, DraRules
 from kemu.machinery.errors import Cause
 from kemu.machinery.podgroups import DEFAULT_RULES, PodGroupRules
 from kemu.machinery.validation import resource, scheduling
+from kemu.machinery.validation.controlled import (
+    validate_endpoint_slice,
+    validate_endpoint_slice_update,
+    validate_endpoints,
+    validate_horizontal_pod_autoscaler,
+    validate_replication_controller,
+    validate_replication_controller_update,
+)
 from kemu.machinery.validation.core import (
     validate_config_map,
     validate_config_map_update,
@@ -106,6 +114,14 @@ _VALIDATORS: Final[dict[str, tuple[_Validate, _ValidateUpdate]]] = {
     "kemu.api.v1.ServiceAccount": (validate_service_account, _no_update_rules),
     "kemu.api.v1.Secret": (validate_secret, validate_secret_update),
     "kemu.api.v1.CronJob": (validate_cron_job, validate_cron_job_update),
+    # ---- kinds-b (issue #57)
+    "kemu.api.v1.ReplicationController": (
+        validate_replication_controller,
+        validate_replication_controller_update,
+    ),
+    "kemu.api.v1.Endpoints": (validate_endpoints, _no_update_rules),
+    "kemu.api.v1.EndpointSlice": (validate_endpoint_slice, validate_endpoint_slice_update),
+    "kemu.api.v1.HorizontalPodAutoscaler": (validate_horizontal_pod_autoscaler, _no_update_rules),
 }
 
 
