@@ -82,7 +82,7 @@ async def test_s_ns_def_4_a_new_namespace_gets_its_account_and_root_ca(kubectl: 
         cm = kubectl.run("get", "cm", "kube-root-ca.crt", "-n", ns, "-o", "json", check=False)
         if sa.returncode or cm.returncode:
             return False
-        return json.loads(cm.stdout)["data"]["ca.crt"].startswith("-----BEGIN CERTIFICATE")
+        return bool(json.loads(cm.stdout)["data"]["ca.crt"].startswith("-----BEGIN CERTIFICATE"))
 
     await eventually(defaults, timeout=10, interval=0.2)
 
@@ -142,7 +142,7 @@ async def test_s_api_rc_4_a_replication_controller_runs_its_pods(kubectl: Kubect
 
     def ready() -> bool:
         got = kubectl.json("get", "rc", "legacy", "-n", ns)
-        return got["status"].get("readyReplicas") == 2
+        return bool(got["status"].get("readyReplicas") == 2)
 
     await eventually(ready, timeout=10, interval=0.2)
     kubectl.run("scale", "rc", "legacy", "-n", ns, "--replicas=1")
@@ -168,7 +168,7 @@ async def test_s_hpa_9_kubectl_autoscale_scales_a_deployment_on_simulated_cpu(
 
     def running() -> bool:
         got = kubectl.json("get", "deploy", "busy", "-n", ns)
-        return got["status"].get("readyReplicas") == 1
+        return bool(got["status"].get("readyReplicas") == 1)
 
     await eventually(running, timeout=10, interval=0.2)
     kubectl.run(
@@ -182,7 +182,7 @@ async def test_s_hpa_9_kubectl_autoscale_scales_a_deployment_on_simulated_cpu(
         await client.set_clock_rate(1)
 
     def scaled() -> bool:
-        return kubectl.json("get", "deploy", "busy", "-n", ns)["spec"]["replicas"] >= 2
+        return bool(kubectl.json("get", "deploy", "busy", "-n", ns)["spec"]["replicas"] >= 2)
 
     await eventually(scaled, timeout=10, interval=0.2)
     hpa = kubectl.json("get", "hpa", "busy", "-n", ns)
