@@ -103,7 +103,8 @@ def desired_slices(
     max_per_slice: int = MAX_ENDPOINTS_PER_SLICE,
 ) -> list[tuple[Ports, list[types_pb2.Endpoint]]]:
     """The endpoints by port set, cut into slices of at most `max_per_slice`; a Service
-    with no endpoint has one empty slice (of its ports, unresolved)."""
+    with no endpoint has one placeholder slice, without ports or endpoints (upstream's
+    placeholder)."""
     groups: dict[Ports, list[types_pb2.Endpoint]] = {}
     for pod in pods:
         ports = _ports_of(svc, pod)
@@ -115,8 +116,6 @@ def desired_slices(
         eps = groups[ports]
         out.extend((ports, eps[i : i + max_per_slice]) for i in range(0, len(eps), max_per_slice))
     if not out:
-        # a placeholder slice: the Service's ports, no endpoints (upstream's placeholder
-        # has no ports; kemu keeps it simple)
         out.append(((), []))
     return out
 
