@@ -27,6 +27,7 @@ import grpc
 from anyio.abc import TaskStatus
 from google.protobuf.message import Message
 
+from apiserver import kubernetes_service
 from apiserver.admission.priority import system_priority_classes
 from apiserver.clock.activity import Activity
 from apiserver.clock.cluster_clock import ClusterClock
@@ -52,7 +53,7 @@ from kemu.component.version import BINARY_VERSION
 from kemu.component.virtual_clock import VirtualClock
 from kemu.machinery.apiservices import local_api_services
 from kemu.machinery.convert import timestamp
-from kemu.machinery.errors import AlreadyExists, InternalError, Unavailable
+from kemu.machinery.errors import AlreadyExists, Conflict, InternalError, Unavailable
 from kemu.machinery.kinds import BY_KIND, KINDS, kind_of
 from kemu.machinery.namespaces import SYSTEM_NAMESPACES, new_namespace
 
@@ -214,6 +215,7 @@ async def _serve(apiserver: _Apiserver, settings: ApiserverSettings, ctx: Compon
             CustomResourceDefinitions(apiserver.registry, apiserver.store, caches, ctx.clock).run
         )
         await _bootstrap(apiserver.registry, ctx)
+        await _bootstrap_kubernetes_service(apiserver.registry, settings, ctx)
         await apiserver.grpc_server.start()
         logger.info(
             "serving the kemu API on %s (emulated version %s)",
@@ -297,6 +299,34 @@ async def _write_available(registry: Registry, obj: Message) -> None:
     """An autoregistered APIService's status (kube-aggregator's available controller)."""
     if isinstance(obj, types_pb2.APIService):
         await registry.update(obj, subresource="status")
+
+
+async def _bootstrap_kubernetes_service(
+    registry: Registry, settings: ApiserverSettings, ctx: ComponentContext
+) -> None:
+    """The `kubernetes` Service and its endpoints (apiserver/kubernetes_service.py); the
+    endpoints are rewritten when the apiserver's address or port changed."""
+    serving = settings.serving
+    port = serving.rest_port or serving.port
+    for obj in kubernetes_service.bootstrap_objects(serving.bind_address, port):
+
+        async def ensure(obj: Message = obj) -> None:
+            try:
+                await registry.create(obj)
+            except AlreadyExists:
+                if isinstance(obj, types_pb2.Service):
+                    return
+                meta = obj.metadata  # type: ignore[attr-defined]
+                raw = await registry.get_bytes(kind_of(obj), meta.namespace, meta.name)
+                current = type(obj).FromString(raw)
+                sent = type(obj)()
+                sent.CopyFrom(obj)
+                sent.metadata.CopyFrom(current.metadata)  # type: ignore[attr-defined]
+                if sent != current:
+                    await registry.update(sent)
+
+        what = f"{kind_of(obj).kind} default/{kubernetes_service.NAME}"
+        await retry_until_ready(what, ensure, clock=ctx.clock, retry_on=(Unavailable, Conflict))
 
 
 async def _compactor(

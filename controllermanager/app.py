@@ -27,17 +27,22 @@ from typing import Final
 import anyio
 from anyio.abc import TaskStatus
 
-from controllermanager import (
+from controllermanager import (  # kinds-b (issue #57)
     cronjob,
     disruption,
+    endpoints,
+    endpointslice,
     namespace,
     node_ipam,
     node_lifecycle,
     podgc,
     podgroup_protection,
     replicaset,
+    replication_controller,
     resourceclaim,
     resourcequota,
+    root_ca_publisher,
+    serviceaccounts,
     stateful_set,
     taint_eviction,
 )
@@ -49,6 +54,7 @@ from controllermanager.garbagecollector import garbagecollector
 from controllermanager.job import job_controller
 from controllermanager.options import COMPONENT, build_parser, settings_from_args
 from controllermanager.persistentvolume import protection, pv_controller, simulated_provisioner
+from controllermanager.podautoscaler import horizontal
 from kemu.client.client import Client
 from kemu.client.comparer import CacheComparer, informer_sources
 from kemu.client.controlplane import (
@@ -96,6 +102,13 @@ CONTROLLERS: Final[dict[str, ControllerInit]] = {
     podgroup_protection.NAME: podgroup_protection.new_controller,
     resourceclaim.NAME: resourceclaim.new_controller,
     resourcequota.NAME: resourcequota.new_controller,  # issue #57 kinds-a
+    # ---- kinds-b (issue #57)
+    replication_controller.NAME: replication_controller.new_controller,
+    endpoints.NAME: endpoints.new_controller,
+    endpointslice.NAME: endpointslice.new_controller,
+    horizontal.NAME: horizontal.new_controller,
+    serviceaccounts.NAME: serviceaccounts.new_controller,
+    root_ca_publisher.NAME: root_ca_publisher.new_controller,
 }
 """Every controller by name, as upstream's NewControllerDescriptors: add new ones here."""
 

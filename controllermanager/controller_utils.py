@@ -42,7 +42,7 @@ from kemu.machinery.errors import ApiError, Invalid, NotFound
 from kemu.machinery.jsonvalue import JSONArray, JSONObject
 from kemu.machinery.keys import object_key, object_meta
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING, kind_of
-from kemu.machinery.labels import Selector, selector_of
+from kemu.machinery.labels import Selector, selector_from_set, selector_of
 from kemu.machinery.owners import controller_of
 from kemu.machinery.pod_conditions import is_pod_ready
 from kemu.machinery.validation.names import name_is_dns_subdomain
@@ -60,7 +60,7 @@ FAILED_CREATE: Final = "FailedCreate"
 SUCCESSFUL_DELETE: Final = "SuccessfulDelete"
 FAILED_DELETE: Final = "FailedDelete"
 
-D = TypeVar("D", types_pb2.Pod, types_pb2.ReplicaSet)
+D = TypeVar("D", types_pb2.Pod, types_pb2.ReplicaSet, types_pb2.ReplicationController, Message)
 
 
 # ---------------------------------------------------------------- expectations
@@ -169,6 +169,9 @@ def resolve_controller_ref(
 def owner_selector(owner: Message) -> Selector | None:
     """The workload's spec.selector; None when it does not parse (the apiserver validates it:
     such an owner selects nothing)."""
+    if isinstance(owner, types_pb2.ReplicationController):
+        # core/v1's selector is a map (labels.SelectorFromSet); an empty one selects nothing
+        return selector_from_set(owner.spec.selector) if owner.spec.selector else None
     try:
         spec: Message = getattr(owner, _SPEC)
         return selector_of(spec, "selector")

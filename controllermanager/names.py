@@ -27,6 +27,13 @@ PV_PROTECTION: Final = "pv-protection"
 POD_GROUP_PROTECTION: Final = "podgroup-protection-controller"
 RESOURCE_CLAIM: Final = "resourceclaim-controller"
 RESOURCE_QUOTA: Final = "resourcequota-controller"  # issue #57 kinds-a
+# ---- kinds-b (issue #57): upstream's aliases, as --controllers takes them
+REPLICATION_CONTROLLER: Final = "replicationcontroller"
+ENDPOINT: Final = "endpoint"
+ENDPOINT_SLICE: Final = "endpointslice"
+HORIZONTAL_POD_AUTOSCALING: Final = "horizontalpodautoscaling"
+SERVICE_ACCOUNT: Final = "serviceaccount"
+ROOT_CA_CERT_PUBLISHER: Final = "root-ca-cert-publisher"
 
 CONTROLLER_NAMES: Final = (
     DISRUPTION,
@@ -49,5 +56,12 @@ CONTROLLER_NAMES: Final = (
     POD_GROUP_PROTECTION,
     RESOURCE_CLAIM,
     RESOURCE_QUOTA,
+    # ---- kinds-b (issue #57)
+    REPLICATION_CONTROLLER,
+    ENDPOINT,
+    ENDPOINT_SLICE,
+    HORIZONTAL_POD_AUTOSCALING,
+    SERVICE_ACCOUNT,
+    ROOT_CA_CERT_PUBLISHER,
 )
 """Every controller, in the order they start (as CONTROLLERS)."""

@@ -21,9 +21,12 @@ minReadySeconds. Not modelled: the terminatingReplicas status field, the sorting
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Final
 
 import anyio
+from google.protobuf.message import Message
 
 from controllermanager.controller import (
     ControllerContext,
@@ -55,7 +58,8 @@ from kemu.client.workqueue import WorkQueue
 from kemu.component.clock import Clock
 from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import ApiError, Conflict, NotFound
-from kemu.machinery.keys import object_key
+from kemu.machinery.keys import object_key, object_meta
+from kemu.machinery.kinds import kind_of
 from kemu.machinery.owners import controller_of
 from kemu.machinery.pod_conditions import is_pod_ready
 
@@ -101,6 +105,42 @@ def calculate_status(
     return status
 
 
+@dataclass(frozen=True)
+class ControlledKind:
+    """The kind a ReplicaSetController manages: ReplicaSets, or ReplicationControllers
+    (upstream's replication manager is the ReplicaSet controller given the
+    ReplicationController GroupVersionKind and adapters that convert to and from ReplicaSets:
+    pkg/controller/replication/conversion.go). The controller's logic reads the ReplicaSet
+    view; owner references, events and adoption name the object itself."""
+
+    name: str
+    """The controller's name (its queue and logs)."""
+    event_source: str
+    """The component its events name (upstream's event broadcaster's)."""
+    message: type[Message]
+    to_replica_set: Callable[[Message], types_pb2.ReplicaSet]
+    with_status: Callable[[Message, types_pb2.ReplicaSetStatus], Message]
+    """A copy of the object with the ReplicaSet status written in its own kind."""
+
+
+def _as_replica_set(obj: Message) -> types_pb2.ReplicaSet:
+    assert isinstance(obj, types_pb2.ReplicaSet)
+    return obj
+
+
+def _replica_set_with_status(obj: Message, status: types_pb2.ReplicaSetStatus) -> Message:
+    assert isinstance(obj, types_pb2.ReplicaSet)
+    new = types_pb2.ReplicaSet()
+    new.CopyFrom(obj)
+    new.status.CopyFrom(status)
+    return new
+
+
+REPLICA_SETS: Final = ControlledKind(
+    NAME, "replicaset-controller", types_pb2.ReplicaSet, _as_replica_set, _replica_set_with_status
+)
+
+
 class ReplicaSetController:
     """See the module docstring."""
 
@@ -113,16 +153,18 @@ class ReplicaSetController:
         burst_replicas: int = BURST_REPLICAS,
         workers: int = DEFAULT_WORKERS,
         recorder: EventRecorder | None = None,
+        kind: ControlledKind = REPLICA_SETS,
     ) -> None:
+        self._kind = kind
         self._client = client
         self._clock = clock
         self.burst_replicas = burst_replicas
         self._workers = workers
-        self._recorder = recorder or EventRecorder(client, "replicaset-controller", clock=clock)
+        self._recorder = recorder or EventRecorder(client, kind.event_source, clock=clock)
         self.expectations = ControllerExpectations(clock)
         self.pod_control = PodControl(client, self._recorder)
-        self.queue = WorkQueue(clock, name=NAME)
-        self._rss: Informer[types_pb2.ReplicaSet] = informers.informer(types_pb2.ReplicaSet)
+        self.queue = WorkQueue(clock, name=kind.name)
+        self._rss: Informer[Message] = informers.informer(kind.message)
         self._pods: Informer[types_pb2.Pod] = informers.informer(types_pb2.Pod)
         index_by_controller_uid(self._rss)
         index_by_controller_uid(self._pods)
@@ -135,36 +177,37 @@ class ReplicaSetController:
 
     @property
     def name(self) -> str:
-        return NAME
+        return self._kind.name
 
     # ------------------------------------------------------------ event handlers
 
-    def _enqueue(self, rs: types_pb2.ReplicaSet) -> None:
+    def _enqueue(self, rs: Message) -> None:
         self.queue.add(object_key(rs))
 
-    def _on_rs_update(self, old: types_pb2.ReplicaSet, new: types_pb2.ReplicaSet) -> None:
+    def _on_rs_update(self, old_obj: Message, new_obj: Message) -> None:
+        old, new = self._kind.to_replica_set(old_obj), self._kind.to_replica_set(new_obj)
         if old.metadata.uid != new.metadata.uid:
             self._on_rs_delete(old)
         if old.spec.replicas != new.spec.replicas:
             logger.info(
-                "replicaset %s: replicas %d -> %d",
+                "%s %s: replicas %d -> %d",
+                self._kind.name,
                 object_key(new),
                 old.spec.replicas,
                 new.spec.replicas,
             )
         self._enqueue(new)
 
-    def _on_rs_delete(self, rs: types_pb2.ReplicaSet) -> None:
+    def _on_rs_delete(self, rs: Message) -> None:
         key = object_key(rs)
         self.expectations.delete(key)
         self.queue.add(key)
 
-    def _resolve(
-        self, namespace: str, ref: types_pb2.OwnerReference | None
-    ) -> types_pb2.ReplicaSet | None:
-        return resolve_controller_ref(self._rss.lister, "ReplicaSet", namespace, ref)
+    def _resolve(self, namespace: str, ref: types_pb2.OwnerReference | None) -> Message | None:
+        kind = kind_of(self._kind.message()).kind
+        return resolve_controller_ref(self._rss.lister, kind, namespace, ref)
 
-    def _matching_replica_sets(self, pod: types_pb2.Pod) -> list[types_pb2.ReplicaSet]:
+    def _matching_replica_sets(self, pod: types_pb2.Pod) -> list[Message]:
         """upstream GetPodReplicaSets: the ReplicaSets whose selector matches an orphan."""
         return owners_selecting(self._rss.lister, pod.metadata.namespace, pod.metadata.labels)
 
@@ -206,8 +249,9 @@ class ReplicaSetController:
             if rs is None:
                 return
             self._enqueue(rs)
-            if rs.spec.min_ready_seconds > 0 and not is_pod_ready(old) and is_pod_ready(new):
-                self.queue.add_after(object_key(rs), rs.spec.min_ready_seconds + 1.0)
+            min_ready = self._kind.to_replica_set(rs).spec.min_ready_seconds
+            if min_ready > 0 and not is_pod_ready(old) and is_pod_ready(new):
+                self.queue.add_after(object_key(rs), min_ready + 1.0)
             return
         if labels_changed or ref_changed:
             for rs in self._matching_replica_sets(new):
@@ -232,7 +276,8 @@ class ReplicaSetController:
         )
         pods: dict[str, types_pb2.Pod] = {}
         for sibling in siblings:
-            for pod in self._pods.lister.by_index(CONTROLLER_UID_INDEX, sibling.metadata.uid):
+            uid = object_meta(sibling).uid
+            for pod in self._pods.lister.by_index(CONTROLLER_UID_INDEX, uid):
                 pods[pod.metadata.uid] = pod
         return list(pods.values())
 
@@ -240,26 +285,27 @@ class ReplicaSetController:
         """Brings ReplicaSet `key` to its replicas and its status up to date; raises an
         ApiError to be retried with backoff."""
         namespace, _, name = key.partition("/")
-        rs = self._rss.lister.get(name, namespace)
-        if rs is None:
-            logger.debug("replicaset %s has been deleted", key)
+        obj = self._rss.lister.get(name, namespace)
+        if obj is None:
+            logger.debug("%s %s has been deleted", self._kind.name, key)
             self.expectations.delete(key)
             return
+        rs = self._kind.to_replica_set(obj)
         needs_sync = self.expectations.satisfied(key)
         selector = owner_selector(rs)
         if selector is None:
-            logger.warning("replicaset %s: invalid selector, not syncing it", key)
+            logger.warning("%s %s: invalid selector, not syncing it", self._kind.name, key)
             return
         active = filter_active_pods(self._pods.lister.list(namespace))
         manager: ControllerRefManager[types_pb2.Pod] = ControllerRefManager(
-            self._client, rs, selector, recheck_owner(self._client, rs)
+            self._client, obj, selector, recheck_owner(self._client, obj)
         )
         pods = await manager.claim(active)
         manage_error: ApiError | None = None
         if needs_sync and not rs.metadata.HasField("deletion_timestamp"):
-            manage_error = await self._manage_replicas(pods, rs)
+            manage_error = await self._manage_replicas(pods, rs, obj)
         now = self._clock.now()
-        updated = await self._update_status(rs, calculate_status(rs, pods, manage_error, now))
+        updated = await self._update_status(obj, calculate_status(rs, pods, manage_error, now))
         if manage_error is not None:
             raise manage_error
         spec = updated.spec
@@ -271,23 +317,26 @@ class ReplicaSetController:
             self.queue.add_after(key, float(spec.min_ready_seconds))
 
     async def _manage_replicas(
-        self, pods: list[types_pb2.Pod], rs: types_pb2.ReplicaSet
+        self, pods: list[types_pb2.Pod], rs: types_pb2.ReplicaSet, owner: Message
     ) -> ApiError | None:
+        """Creates or deletes the difference; `owner` is the object itself (its kind names
+        the pods' controllerRef and its events)."""
         key = object_key(rs)
         diff = len(pods) - rs.spec.replicas
         if diff < 0:
             count = min(-diff, self.burst_replicas)
             self.expectations.expect_creations(key, count)
             logger.info(
-                "replicaset %s: too few replicas, need %d, creating %d",
+                "%s %s: too few replicas, need %d, creating %d",
+                self._kind.name,
                 key,
                 rs.spec.replicas,
                 count,
             )
-            ref = new_controller_ref(rs)
+            ref = new_controller_ref(owner)
 
             async def create() -> None:
-                await self.pod_control.create_pods(rs.spec.template, rs, ref)
+                await self.pod_control.create_pods(rs.spec.template, owner, ref)
 
             created, error = await run_slow_start(count, create)
             for _ in range(count - created):
@@ -297,7 +346,8 @@ class ReplicaSetController:
         if diff > 0:
             count = min(diff, self.burst_replicas)
             logger.info(
-                "replicaset %s: too many replicas, need %d, deleting %d",
+                "%s %s: too many replicas, need %d, deleting %d",
+                self._kind.name,
                 key,
                 rs.spec.replicas,
                 count,
@@ -308,7 +358,7 @@ class ReplicaSetController:
 
             async def delete(pod: types_pb2.Pod) -> None:
                 try:
-                    await self.pod_control.delete_pod(namespace, pod.metadata.name, rs)
+                    await self.pod_control.delete_pod(namespace, pod.metadata.name, owner)
                 except ApiError as e:
                     # Its deletion will never be observed.
                     self.expectations.deletion_observed(key, object_key(pod))
@@ -323,47 +373,49 @@ class ReplicaSetController:
         return None
 
     async def _update_status(
-        self, rs: types_pb2.ReplicaSet, status: types_pb2.ReplicaSetStatus
+        self, obj: Message, status: types_pb2.ReplicaSetStatus
     ) -> types_pb2.ReplicaSet:
         """upstream updateReplicaSetStatus: written when it changed or the generation is
-        newer; a Conflict is retried once on a fresh copy."""
-        current = rs
+        newer; a Conflict is retried once on a fresh copy. Returns the ReplicaSet view."""
+        to_rs = self._kind.to_replica_set
+        current = to_rs(obj)
         for attempt in range(STATUS_UPDATE_RETRIES + 1):
             if (
                 current.status == status
                 and current.status.observed_generation == current.metadata.generation
             ):
                 return current
-            new = types_pb2.ReplicaSet()
-            new.CopyFrom(current)
-            new.status.CopyFrom(status)
-            new.status.observed_generation = current.metadata.generation
+            wanted = types_pb2.ReplicaSetStatus()
+            wanted.CopyFrom(status)
+            wanted.observed_generation = current.metadata.generation
+            new = self._kind.with_status(obj, wanted)
             try:
-                return await self._client.update_status(new)
+                return to_rs(await self._client.update_status(new))
             except Conflict:
                 if attempt == STATUS_UPDATE_RETRIES:
                     raise
-            current = await self._client.get(
-                types_pb2.ReplicaSet, rs.metadata.name, rs.metadata.namespace
+            obj = await self._client.get(
+                self._kind.message, current.metadata.name, current.metadata.namespace
             )
+            current = to_rs(obj)
             status.observed_generation = current.status.observed_generation
         return current
 
     # ------------------------------------------------------------ workers
 
     async def _worker(self) -> None:
-        await process_work_items(self.queue, self.sync, "syncing replicaset", logger)
+        await process_work_items(self.queue, self.sync, f"syncing {self._kind.name}", logger)
 
     async def run(self) -> None:
         """Syncs ReplicaSets until cancelled; the informers must be running."""
         await run_controller(
-            "the replicaset controller",
+            f"the {self._kind.name} controller",
             logger,
             synced=(self._rss, self._pods),
             queues=(self.queue,),
             tasks=[
-                ("replicaset events", self._recorder.run),
-                *workers("replicaset", self._workers, self._worker),
+                (f"{self._kind.name} events", self._recorder.run),
+                *workers(self._kind.name, self._workers, self._worker),
             ],
         )
 

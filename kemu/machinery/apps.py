@@ -248,3 +248,19 @@ def set_defaults_stateful_set(sts: types_pb2.StatefulSet) -> None:
         spec.replicas = DEFAULT_REPLICAS
     if not spec.HasField("revision_history_limit"):
         spec.revision_history_limit = DEFAULT_REVISION_HISTORY_LIMIT
+
+
+# ---- kinds-b (issue #57): core/v1 ReplicationController
+
+
+def set_defaults_replication_controller(rc: types_pb2.ReplicationController) -> None:
+    """SetDefaults_ReplicationController (pkg/apis/core/v1/defaults.go): the selector and
+    the labels default to the template's labels, replicas to 1."""
+    labels = rc.spec.template.metadata.labels
+    if labels:
+        if not rc.spec.selector:
+            rc.spec.selector.update(labels)
+        if not rc.metadata.labels:
+            rc.metadata.labels.update(labels)
+    if not rc.spec.HasField("replicas"):
+        rc.spec.replicas = DEFAULT_REPLICAS

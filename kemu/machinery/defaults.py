@@ -7,7 +7,16 @@ from __future__ import annotations
 from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
-from kemu.machinery import apps, batch, limit_ranger, networking, rbac, storage  # issue #57 kinds-a
+from kemu.machinery import (  # issue #57 kinds-a, kinds-b
+    apps,
+    autoscaling,
+    batch,
+    endpoints,
+    limit_ranger,
+    networking,
+    rbac,
+    storage,
+)
 from kemu.machinery.namespaces import default_namespace
 from kemu.machinery.pod_defaults import default_pod_spec
 
@@ -60,6 +69,17 @@ def set_defaults(obj: Message) -> None:
         networking.set_defaults_ingress_class(obj)
     elif isinstance(obj, types_pb2.LimitRange):
         limit_ranger.set_defaults_limit_range(obj)
+    # ---- kinds-b (issue #57)
+    elif isinstance(obj, types_pb2.ReplicationController):
+        apps.set_defaults_replication_controller(obj)
+        if obj.spec.HasField("template"):
+            default_pod_spec(obj.spec.template.spec)
+    elif isinstance(obj, types_pb2.Endpoints):
+        endpoints.set_defaults_endpoints(obj)
+    elif isinstance(obj, types_pb2.EndpointSlice):
+        endpoints.set_defaults_endpoint_slice(obj)
+    elif isinstance(obj, types_pb2.HorizontalPodAutoscaler):
+        autoscaling.set_defaults_horizontal_pod_autoscaler(obj)
 
 
 def pair_pod_ips(status: types_pb2.PodStatus) -> None:

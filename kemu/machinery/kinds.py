@@ -428,6 +428,40 @@ KINDS: Final[tuple[Kind, ...]] = (
         "custom_resource_definition",
         ("crd", "crds"),
     ),
+    # ---- kinds-b (issue #57): core/v1 ReplicationController and Endpoints,
+    # discovery.k8s.io/v1 EndpointSlice, autoscaling/v2 HorizontalPodAutoscaler; short names
+    # as upstream's storages (pkg/registry/core/replicationcontroller/storage,
+    # core/endpoint/storage, autoscaling/horizontalpodautoscaler/storage).
+    Kind(
+        "ReplicationController",
+        "replicationcontrollers",
+        "v1",
+        True,
+        types_pb2.ReplicationController,
+        "replication_controller",
+        ("rc",),
+    ),
+    Kind("Endpoints", "endpoints", "v1", True, types_pb2.Endpoints, "endpoints", ("ep",), False),
+    Kind(
+        "EndpointSlice",
+        "endpointslices",
+        "discovery.k8s.io/v1",
+        True,
+        types_pb2.EndpointSlice,
+        "endpoint_slice",
+        has_status=False,
+    ),
+    Kind(
+        "HorizontalPodAutoscaler",
+        "horizontalpodautoscalers",
+        "autoscaling/v2",
+        True,
+        types_pb2.HorizontalPodAutoscaler,
+        "horizontal_pod_autoscaler",
+        ("hpa",),
+        # autoscaling/v2 from 1.23 (GA), v1 always (converted: kemu.machinery.autoscaling)
+        versions=((21, ("autoscaling/v1",)), (23, ("autoscaling/v2", "autoscaling/v1"))),
+    ),
 )
 
 BY_KIND: Final[dict[str, Kind]] = {k.kind: k for k in KINDS}

@@ -30,7 +30,7 @@ from typing import Final
 from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
-from kemu.machinery import convert, resource_versions
+from kemu.machinery import autoscaling, convert, resource_versions
 from kemu.machinery.convert import UnknownFields
 from kemu.machinery.errors import Cause, Invalid
 from kemu.machinery.jsonvalue import JSON, JSONObject
@@ -421,6 +421,8 @@ _CONVERSIONS: Final[dict[tuple[str, str], tuple[_Convert, _Convert]]] = {
     (SCHEDULING_V1ALPHA2, "PodGroup"): (_v1alpha2_pod_group_in, _v1alpha2_pod_group_out),
     # resource.k8s.io's v1beta1 and v1alpha3 (kemu.machinery.resource_versions).
     **resource_versions.CONVERSIONS,
+    # autoscaling/v1 HorizontalPodAutoscalers (kemu.machinery.autoscaling; kinds-b)
+    **autoscaling.CONVERSIONS,
 }
 
 

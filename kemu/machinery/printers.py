@@ -678,6 +678,174 @@ def _resource_slice_row(rs: types_pb2.ResourceSlice, now: float, wide: bool) -> 
 # ---------------------------------------------------------------- tables
 
 
+# ---------------------------------------------------------------- kinds-b (issue #57)
+# upstream pkg/printers/internalversion/printers.go: printReplicationController,
+# printEndpoints (formatEndpoints), printEndpointSlice (formatDiscoveryPorts,
+# formatDiscoveryEndpoints), printHorizontalPodAutoscaler (formatHPAMetrics).
+
+
+def _replication_controller_row(
+    rc: types_pb2.ReplicationController, now: float, wide: bool
+) -> list[str]:
+    row = [
+        object_meta(rc).name,
+        str(rc.spec.replicas),
+        str(rc.status.replicas),
+        str(rc.status.ready_replicas),
+        _created(rc, now),
+    ]
+    if wide:
+        containers = rc.spec.template.spec.containers
+        row += [
+            ",".join(c.name for c in containers) or NONE,
+            ",".join(c.image for c in containers) or NONE,
+            ",".join(f"{k}={v}" for k, v in sorted(rc.spec.selector.items())) or NONE,
+        ]
+    return row
+
+
+_LIST_MAX: Final = 3
+
+
+def _join_host_port(ip: str, port: int) -> str:
+    return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
+
+
+def format_endpoints(ep: types_pb2.Endpoints) -> str:
+    """formatEndpoints: the ready addresses with each port, at most three, then
+    " + N more..."."""
+    if not ep.subsets:
+        return NONE
+    items: list[str] = []
+    count = 0
+    more = False
+    for ss in ep.subsets:
+        if not ss.ports:
+            count += len(ss.addresses)
+            for a in ss.addresses:
+                if len(items) == _LIST_MAX:
+                    more = True
+                    break
+                items.append(a.ip)
+            continue
+        for port in ss.ports:
+            count += len(ss.addresses)
+            for a in ss.addresses:
+                if len(items) == _LIST_MAX:
+                    more = True
+                    break
+                items.append(_join_host_port(a.ip, port.port))
+    text = ",".join(items)
+    return f"{text} + {count - _LIST_MAX} more..." if more else text
+
+
+def _list_with_more(items: list[str], count: int) -> str:
+    """listWithMoreString."""
+    text = ",".join(items)
+    if count > _LIST_MAX:
+        return f"{text} + {count - _LIST_MAX} more..."
+    return text or "<unset>"
+
+
+def format_discovery_ports(ports: list[types_pb2.EndpointSlicePort]) -> str:
+    shown = [
+        str(p.port) if p.HasField("port") else p.name if p.HasField("name") else "*"
+        for p in ports[:_LIST_MAX]
+    ]
+    return _list_with_more(shown, len(ports))
+
+
+def format_discovery_endpoints(endpoints: list[types_pb2.Endpoint]) -> str:
+    addresses = [a for e in endpoints for a in e.addresses]
+    return _list_with_more(addresses[:_LIST_MAX], len(addresses))
+
+
+def _endpoints_row(ep: types_pb2.Endpoints, now: float, wide: bool) -> list[str]:
+    return [object_meta(ep).name, format_endpoints(ep), _created(ep, now)]
+
+
+def _endpoint_slice_row(eps: types_pb2.EndpointSlice, now: float, wide: bool) -> list[str]:
+    return [
+        object_meta(eps).name,
+        eps.address_type,
+        format_discovery_ports(list(eps.ports)),
+        format_discovery_endpoints(list(eps.endpoints)),
+        _created(eps, now),
+    ]
+
+
+def _metric_value(value: types_pb2.MetricValueStatus | None, field: str) -> str:
+    if value is None or not value.HasField(field):
+        return "<unknown>"
+    if field == "average_utilization":
+        return f"{value.average_utilization}%"
+    return str(getattr(value, field))
+
+
+def format_hpa_metrics(
+    specs: list[types_pb2.MetricSpec], statuses: list[types_pb2.MetricStatus]
+) -> str:
+    """formatHPAMetrics: "<resource>: current/target" per metric, at most two, then
+    " + N more..."; "<none>" without metrics."""
+    if not specs:
+        return NONE
+    items: list[str] = []
+    for i, spec in enumerate(specs):
+        if len(items) == 2:
+            return f"{', '.join(items)} + {len(specs) - 2} more..."
+        status = statuses[i] if i < len(statuses) else None
+        if spec.type in ("Resource", "ContainerResource"):
+            src = spec.resource if spec.type == "Resource" else spec.container_resource
+            cur = None
+            if status is not None:
+                st = status.resource if spec.type == "Resource" else status.container_resource
+                if st.HasField("current"):
+                    cur = st.current
+            target = src.target
+            if target.HasField("average_value"):
+                items.append(
+                    f"{src.name}: {_metric_value(cur, 'average_value')}/{target.average_value}"
+                )
+            else:
+                want = (
+                    f"{target.average_utilization}%"
+                    if target.HasField("average_utilization")
+                    else "<auto>"
+                )
+                items.append(f"{src.name}: {_metric_value(cur, 'average_utilization')}/{want}")
+        elif spec.type == "Pods":
+            cur = status.pods.current if status is not None and status.HasField("pods") else None
+            items.append(f"{_metric_value(cur, 'average_value')}/{spec.pods.target.average_value}")
+        elif spec.type in ("Object", "External"):
+            obj = spec.object if spec.type == "Object" else spec.external
+            st2 = None
+            if status is not None:
+                holder = status.object if spec.type == "Object" else status.external
+                st2 = holder.current if holder.HasField("current") else None
+            if obj.target.HasField("average_value"):
+                items.append(
+                    f"{_metric_value(st2, 'average_value')}/{obj.target.average_value} (avg)"
+                )
+            else:
+                items.append(f"{_metric_value(st2, 'value')}/{obj.target.value}")
+        else:
+            items.append("<unknown type>")
+    return ", ".join(items)
+
+
+def _hpa_row(hpa: types_pb2.HorizontalPodAutoscaler, now: float, wide: bool) -> list[str]:
+    ref = hpa.spec.scale_target_ref
+    return [
+        object_meta(hpa).name,
+        f"{ref.kind}/{ref.name}",
+        format_hpa_metrics(list(hpa.spec.metrics), list(hpa.status.current_metrics)),
+        str(hpa.spec.min_replicas) if hpa.spec.HasField("min_replicas") else "<unset>",
+        str(hpa.spec.max_replicas),
+        str(hpa.status.current_replicas),
+        _created(hpa, now),
+    ]
+
+
 Row = Callable[[Any, float, bool], list[str]]
 """A kind's row: (its object, now, wide) -> cells. Each takes its own message type (TABLES is
 looked up by kind), so the object is typed here only."""
@@ -804,6 +972,19 @@ TABLES: dict[str, TableSpec] = {
     "ResourceClaim": TableSpec(("NAME", "STATE", "AGE"), (), _resource_claim_row),
     "ResourceClaimTemplate": TableSpec(("NAME", "AGE"), (), _name_age_row),
     "DeviceTaintRule": TableSpec(("NAME", "AGE"), (), _name_age_row),
+    # ---- kinds-b (issue #57)
+    "ReplicationController": TableSpec(
+        ("NAME", "DESIRED", "CURRENT", "READY", "AGE"),
+        ("CONTAINERS", "IMAGES", "SELECTOR"),
+        _replication_controller_row,
+    ),
+    "Endpoints": TableSpec(("NAME", "ENDPOINTS", "AGE"), (), _endpoints_row),
+    "EndpointSlice": TableSpec(
+        ("NAME", "ADDRESSTYPE", "PORTS", "ENDPOINTS", "AGE"), (), _endpoint_slice_row
+    ),
+    "HorizontalPodAutoscaler": TableSpec(
+        ("NAME", "REFERENCE", "TARGETS", "MINPODS", "MAXPODS", "REPLICAS", "AGE"), (), _hpa_row
+    ),
 }
 # `get events -o wide` reorders the tail, as kubectl does.
 _EVENT_WIDE_HEADERS = ("LAST SEEN", "TYPE", "REASON", "OBJECT", "SOURCE", "MESSAGE")

@@ -536,6 +536,9 @@ STRATEGIES: Final[Mapping[str, Strategy]] = MappingProxyType(
         "APIService": _StatusReset(),
         "CertificateSigningRequest": CertificateSigningRequestStrategy(),
         "CustomResourceDefinition": CustomResourceDefinitionStrategy(),
+        # ---- kinds-b (issue #57): a new object's status is the controller's to write.
+        "ReplicationController": _StatusReset(),
+        "HorizontalPodAutoscaler": _StatusReset(),
     }
 )
 """Kind name -> its strategy; every other kind has DEFAULT_STRATEGY."""

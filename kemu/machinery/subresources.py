@@ -52,7 +52,7 @@ FINALIZE: Final = Subresource("finalize", frozenset({UPDATE, PATCH}), frozenset(
 SCALE: Final = Subresource(
     "scale",
     frozenset({GET, UPDATE, PATCH}),
-    frozenset({"Deployment", "ReplicaSet", "StatefulSet"}),
+    frozenset({"Deployment", "ReplicaSet", "StatefulSet", "ReplicationController"}),
     "Scale",
     ("autoscaling", "v1"),
 )
@@ -67,8 +67,17 @@ APPROVAL: Final = Subresource(
 LOG: Final = Subresource("log", frozenset({GET}), frozenset({"Pod"}))
 """A container's log (text/plain; the REST edge only: kemu.machinery.container_log)."""
 
+TOKEN: Final = Subresource(
+    "token",
+    frozenset({CREATE}),
+    frozenset({"ServiceAccount"}),
+    "TokenRequest",
+    ("authentication.k8s.io", "v1"),
+)
+"""serviceaccounts/token (kubectl create token; the REST edge only: kinds-b, issue #57)."""
+
 SUBRESOURCES: Final[Mapping[str, Subresource]] = MappingProxyType(
-    {s.name: s for s in (STATUS, BINDING, EVICTION, RESIZE, FINALIZE, SCALE, LOG, APPROVAL)}
+    {s.name: s for s in (STATUS, BINDING, EVICTION, RESIZE, FINALIZE, SCALE, LOG, APPROVAL, TOKEN)}
 )
 
 

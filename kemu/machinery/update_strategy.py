@@ -13,7 +13,9 @@ from kemu.machinery.errors import Conflict
 from kemu.machinery.kinds import Kind
 
 # Kinds without a spec whose changes would mean a new generation.
-_NO_GENERATION: Final = frozenset({"kemu.api.v1.Lease", "kemu.api.v1.Event"})
+_NO_GENERATION: Final = frozenset(
+    {"kemu.api.v1.Lease", "kemu.api.v1.Event", "kemu.api.v1.Endpoints"}  # kinds-b: Endpoints
+)
 
 
 def _spec_bytes(obj: Message) -> bytes:

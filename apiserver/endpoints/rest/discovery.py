@@ -32,10 +32,21 @@ VERBS: Final[JSONArray] = [
     "watch",
 ]
 IN_CATEGORY_ALL: Final = frozenset(
-    {"Pod", "Service", "DaemonSet", "Deployment", "ReplicaSet", "StatefulSet", "Job", "CronJob"}
+    {
+        "Pod",
+        "Service",
+        "DaemonSet",
+        "Deployment",
+        "ReplicaSet",
+        "StatefulSet",
+        "Job",
+        "CronJob",
+        "ReplicationController",  # kinds-b (issue #57)
+        "HorizontalPodAutoscaler",
+    }
 )
 """The kinds `kubectl get all` lists: those whose upstream REST storage names the category
-"all" (its Categories(); of upstream's, kemu lacks ReplicationControllers and HPAs)."""
+"all" (its Categories())."""
 AGGREGATED_GROUP: Final = "apidiscovery.k8s.io"
 AGGREGATED_VERSIONS: Final = ("v2", "v2beta1")  # preferred first
 

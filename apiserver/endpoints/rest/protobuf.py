@@ -201,6 +201,7 @@ _TYPES: Final[dict[tuple[str, str], str]] = {
     ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): "SelfSubjectAccessReview",
     ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): "SelfSubjectRulesReview",
     ("policy/v1", "Eviction"): "Eviction",
+    ("authentication.k8s.io/v1", "TokenRequest"): "TokenRequest",
     ("v1", "DeleteOptions"): "DeleteOptions",
     ("meta.k8s.io/v1", "DeleteOptions"): "DeleteOptions",
 }

@@ -21,7 +21,18 @@ from kemu.machinery.labels import selector_from_label_selector
 def scale_of(obj: Message) -> JSONObject:
     if isinstance(obj, types_pb2.CustomObject):
         return _custom_scale_of(obj)
-    assert isinstance(obj, types_pb2.Deployment | types_pb2.ReplicaSet | types_pb2.StatefulSet)
+    assert isinstance(
+        obj,
+        types_pb2.Deployment
+        | types_pb2.ReplicaSet
+        | types_pb2.StatefulSet
+        | types_pb2.ReplicationController,
+    )
+    if isinstance(obj, types_pb2.ReplicationController):
+        # a ReplicationController's selector is a map (labels.SelectorFromSet)
+        selector = ",".join(f"{k}={v}" for k, v in sorted(obj.spec.selector.items()))
+    else:
+        selector = str(selector_from_label_selector(obj.spec.selector))
     meta = convert.message_to_dict(obj.metadata, wire=True)
     keep = ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
     return {
@@ -31,7 +42,7 @@ def scale_of(obj: Message) -> JSONObject:
         "spec": {"replicas": obj.spec.replicas},
         "status": {
             "replicas": obj.status.replicas,
-            "selector": str(selector_from_label_selector(obj.spec.selector)),
+            "selector": selector,
         },
     }
 

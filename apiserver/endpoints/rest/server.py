@@ -30,6 +30,7 @@ from apiserver.endpoints.rest import (
     protobuf,
     scale,
     status,
+    token,
 )
 from apiserver.endpoints.rest.discovery import OtherResource
 from apiserver.endpoints.rest.metrics_api import MetricsApi
@@ -259,6 +260,11 @@ class RestApi:
                 raise _method_not_allowed(m, t)
             if sub is subresources.SCALE:
                 return await self._scale(request, t)
+            if sub is subresources.TOKEN:
+                sa = await self._get(t)
+                assert isinstance(sa, types_pb2.ServiceAccount)
+                answer = token.token_request(await self._body(request), sa, self._now())
+                return json_response(answer, 201)
             if sub is subresources.LOG:
                 pod = await self._get(t)
                 assert isinstance(pod, types_pb2.Pod)

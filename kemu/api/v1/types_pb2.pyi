@@ -3705,3 +3705,429 @@ class CustomObject(_message.Message):
     kind: str
     content: RawExtension
     def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., api_version: _Optional[str] = ..., kind: _Optional[str] = ..., content: _Optional[_Union[RawExtension, _Mapping]] = ...) -> None: ...
+
+class ReplicationControllerSpec(_message.Message):
+    __slots__ = ("replicas", "min_ready_seconds", "selector", "template")
+    class SelectorEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    MIN_READY_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    TEMPLATE_FIELD_NUMBER: _ClassVar[int]
+    replicas: int
+    min_ready_seconds: int
+    selector: _containers.ScalarMap[str, str]
+    template: PodTemplateSpec
+    def __init__(self, replicas: _Optional[int] = ..., min_ready_seconds: _Optional[int] = ..., selector: _Optional[_Mapping[str, str]] = ..., template: _Optional[_Union[PodTemplateSpec, _Mapping]] = ...) -> None: ...
+
+class ReplicationControllerCondition(_message.Message):
+    __slots__ = ("type", "status", "last_transition_time", "reason", "message")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    LAST_TRANSITION_TIME_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    type: str
+    status: str
+    last_transition_time: _timestamp_pb2.Timestamp
+    reason: str
+    message: str
+    def __init__(self, type: _Optional[str] = ..., status: _Optional[str] = ..., last_transition_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+
+class ReplicationControllerStatus(_message.Message):
+    __slots__ = ("replicas", "fully_labeled_replicas", "ready_replicas", "available_replicas", "observed_generation", "conditions")
+    REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    FULLY_LABELED_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    READY_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    AVAILABLE_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    OBSERVED_GENERATION_FIELD_NUMBER: _ClassVar[int]
+    CONDITIONS_FIELD_NUMBER: _ClassVar[int]
+    replicas: int
+    fully_labeled_replicas: int
+    ready_replicas: int
+    available_replicas: int
+    observed_generation: int
+    conditions: _containers.RepeatedCompositeFieldContainer[ReplicationControllerCondition]
+    def __init__(self, replicas: _Optional[int] = ..., fully_labeled_replicas: _Optional[int] = ..., ready_replicas: _Optional[int] = ..., available_replicas: _Optional[int] = ..., observed_generation: _Optional[int] = ..., conditions: _Optional[_Iterable[_Union[ReplicationControllerCondition, _Mapping]]] = ...) -> None: ...
+
+class ReplicationController(_message.Message):
+    __slots__ = ("metadata", "spec", "status")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    metadata: ObjectMeta
+    spec: ReplicationControllerSpec
+    status: ReplicationControllerStatus
+    def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[ReplicationControllerSpec, _Mapping]] = ..., status: _Optional[_Union[ReplicationControllerStatus, _Mapping]] = ...) -> None: ...
+
+class EndpointAddress(_message.Message):
+    __slots__ = ("ip", "hostname", "node_name", "target_ref")
+    IP_FIELD_NUMBER: _ClassVar[int]
+    HOSTNAME_FIELD_NUMBER: _ClassVar[int]
+    NODE_NAME_FIELD_NUMBER: _ClassVar[int]
+    TARGET_REF_FIELD_NUMBER: _ClassVar[int]
+    ip: str
+    hostname: str
+    node_name: str
+    target_ref: ObjectReference
+    def __init__(self, ip: _Optional[str] = ..., hostname: _Optional[str] = ..., node_name: _Optional[str] = ..., target_ref: _Optional[_Union[ObjectReference, _Mapping]] = ...) -> None: ...
+
+class EndpointPort(_message.Message):
+    __slots__ = ("name", "port", "protocol", "app_protocol")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_FIELD_NUMBER: _ClassVar[int]
+    APP_PROTOCOL_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    port: int
+    protocol: str
+    app_protocol: str
+    def __init__(self, name: _Optional[str] = ..., port: _Optional[int] = ..., protocol: _Optional[str] = ..., app_protocol: _Optional[str] = ...) -> None: ...
+
+class EndpointSubset(_message.Message):
+    __slots__ = ("addresses", "not_ready_addresses", "ports")
+    ADDRESSES_FIELD_NUMBER: _ClassVar[int]
+    NOT_READY_ADDRESSES_FIELD_NUMBER: _ClassVar[int]
+    PORTS_FIELD_NUMBER: _ClassVar[int]
+    addresses: _containers.RepeatedCompositeFieldContainer[EndpointAddress]
+    not_ready_addresses: _containers.RepeatedCompositeFieldContainer[EndpointAddress]
+    ports: _containers.RepeatedCompositeFieldContainer[EndpointPort]
+    def __init__(self, addresses: _Optional[_Iterable[_Union[EndpointAddress, _Mapping]]] = ..., not_ready_addresses: _Optional[_Iterable[_Union[EndpointAddress, _Mapping]]] = ..., ports: _Optional[_Iterable[_Union[EndpointPort, _Mapping]]] = ...) -> None: ...
+
+class Endpoints(_message.Message):
+    __slots__ = ("metadata", "subsets")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SUBSETS_FIELD_NUMBER: _ClassVar[int]
+    metadata: ObjectMeta
+    subsets: _containers.RepeatedCompositeFieldContainer[EndpointSubset]
+    def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., subsets: _Optional[_Iterable[_Union[EndpointSubset, _Mapping]]] = ...) -> None: ...
+
+class EndpointConditions(_message.Message):
+    __slots__ = ("ready", "serving", "terminating")
+    READY_FIELD_NUMBER: _ClassVar[int]
+    SERVING_FIELD_NUMBER: _ClassVar[int]
+    TERMINATING_FIELD_NUMBER: _ClassVar[int]
+    ready: bool
+    serving: bool
+    terminating: bool
+    def __init__(self, ready: _Optional[bool] = ..., serving: _Optional[bool] = ..., terminating: _Optional[bool] = ...) -> None: ...
+
+class ForZone(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class ForNode(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class EndpointHints(_message.Message):
+    __slots__ = ("for_zones", "for_nodes")
+    FOR_ZONES_FIELD_NUMBER: _ClassVar[int]
+    FOR_NODES_FIELD_NUMBER: _ClassVar[int]
+    for_zones: _containers.RepeatedCompositeFieldContainer[ForZone]
+    for_nodes: _containers.RepeatedCompositeFieldContainer[ForNode]
+    def __init__(self, for_zones: _Optional[_Iterable[_Union[ForZone, _Mapping]]] = ..., for_nodes: _Optional[_Iterable[_Union[ForNode, _Mapping]]] = ...) -> None: ...
+
+class Endpoint(_message.Message):
+    __slots__ = ("addresses", "conditions", "hostname", "target_ref", "deprecated_topology", "node_name", "zone", "hints")
+    class DeprecatedTopologyEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    ADDRESSES_FIELD_NUMBER: _ClassVar[int]
+    CONDITIONS_FIELD_NUMBER: _ClassVar[int]
+    HOSTNAME_FIELD_NUMBER: _ClassVar[int]
+    TARGET_REF_FIELD_NUMBER: _ClassVar[int]
+    DEPRECATED_TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
+    NODE_NAME_FIELD_NUMBER: _ClassVar[int]
+    ZONE_FIELD_NUMBER: _ClassVar[int]
+    HINTS_FIELD_NUMBER: _ClassVar[int]
+    addresses: _containers.RepeatedScalarFieldContainer[str]
+    conditions: EndpointConditions
+    hostname: str
+    target_ref: ObjectReference
+    deprecated_topology: _containers.ScalarMap[str, str]
+    node_name: str
+    zone: str
+    hints: EndpointHints
+    def __init__(self, addresses: _Optional[_Iterable[str]] = ..., conditions: _Optional[_Union[EndpointConditions, _Mapping]] = ..., hostname: _Optional[str] = ..., target_ref: _Optional[_Union[ObjectReference, _Mapping]] = ..., deprecated_topology: _Optional[_Mapping[str, str]] = ..., node_name: _Optional[str] = ..., zone: _Optional[str] = ..., hints: _Optional[_Union[EndpointHints, _Mapping]] = ...) -> None: ...
+
+class EndpointSlicePort(_message.Message):
+    __slots__ = ("name", "protocol", "port", "app_protocol")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    APP_PROTOCOL_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    protocol: str
+    port: int
+    app_protocol: str
+    def __init__(self, name: _Optional[str] = ..., protocol: _Optional[str] = ..., port: _Optional[int] = ..., app_protocol: _Optional[str] = ...) -> None: ...
+
+class EndpointSlice(_message.Message):
+    __slots__ = ("metadata", "address_type", "endpoints", "ports")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_TYPE_FIELD_NUMBER: _ClassVar[int]
+    ENDPOINTS_FIELD_NUMBER: _ClassVar[int]
+    PORTS_FIELD_NUMBER: _ClassVar[int]
+    metadata: ObjectMeta
+    address_type: str
+    endpoints: _containers.RepeatedCompositeFieldContainer[Endpoint]
+    ports: _containers.RepeatedCompositeFieldContainer[EndpointSlicePort]
+    def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., address_type: _Optional[str] = ..., endpoints: _Optional[_Iterable[_Union[Endpoint, _Mapping]]] = ..., ports: _Optional[_Iterable[_Union[EndpointSlicePort, _Mapping]]] = ...) -> None: ...
+
+class CrossVersionObjectReference(_message.Message):
+    __slots__ = ("kind", "name", "api_version")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    API_VERSION_FIELD_NUMBER: _ClassVar[int]
+    kind: str
+    name: str
+    api_version: str
+    def __init__(self, kind: _Optional[str] = ..., name: _Optional[str] = ..., api_version: _Optional[str] = ...) -> None: ...
+
+class MetricTarget(_message.Message):
+    __slots__ = ("type", "value", "average_value", "average_utilization")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    AVERAGE_VALUE_FIELD_NUMBER: _ClassVar[int]
+    AVERAGE_UTILIZATION_FIELD_NUMBER: _ClassVar[int]
+    type: str
+    value: str
+    average_value: str
+    average_utilization: int
+    def __init__(self, type: _Optional[str] = ..., value: _Optional[str] = ..., average_value: _Optional[str] = ..., average_utilization: _Optional[int] = ...) -> None: ...
+
+class MetricValueStatus(_message.Message):
+    __slots__ = ("value", "average_value", "average_utilization")
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    AVERAGE_VALUE_FIELD_NUMBER: _ClassVar[int]
+    AVERAGE_UTILIZATION_FIELD_NUMBER: _ClassVar[int]
+    value: str
+    average_value: str
+    average_utilization: int
+    def __init__(self, value: _Optional[str] = ..., average_value: _Optional[str] = ..., average_utilization: _Optional[int] = ...) -> None: ...
+
+class MetricIdentifier(_message.Message):
+    __slots__ = ("name", "selector")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    selector: LabelSelector
+    def __init__(self, name: _Optional[str] = ..., selector: _Optional[_Union[LabelSelector, _Mapping]] = ...) -> None: ...
+
+class ResourceMetricSource(_message.Message):
+    __slots__ = ("name", "target")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    target: MetricTarget
+    def __init__(self, name: _Optional[str] = ..., target: _Optional[_Union[MetricTarget, _Mapping]] = ...) -> None: ...
+
+class ContainerResourceMetricSource(_message.Message):
+    __slots__ = ("name", "target", "container")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    CONTAINER_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    target: MetricTarget
+    container: str
+    def __init__(self, name: _Optional[str] = ..., target: _Optional[_Union[MetricTarget, _Mapping]] = ..., container: _Optional[str] = ...) -> None: ...
+
+class PodsMetricSource(_message.Message):
+    __slots__ = ("metric", "target")
+    METRIC_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    metric: MetricIdentifier
+    target: MetricTarget
+    def __init__(self, metric: _Optional[_Union[MetricIdentifier, _Mapping]] = ..., target: _Optional[_Union[MetricTarget, _Mapping]] = ...) -> None: ...
+
+class ObjectMetricSource(_message.Message):
+    __slots__ = ("described_object", "target", "metric")
+    DESCRIBED_OBJECT_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    METRIC_FIELD_NUMBER: _ClassVar[int]
+    described_object: CrossVersionObjectReference
+    target: MetricTarget
+    metric: MetricIdentifier
+    def __init__(self, described_object: _Optional[_Union[CrossVersionObjectReference, _Mapping]] = ..., target: _Optional[_Union[MetricTarget, _Mapping]] = ..., metric: _Optional[_Union[MetricIdentifier, _Mapping]] = ...) -> None: ...
+
+class ExternalMetricSource(_message.Message):
+    __slots__ = ("metric", "target")
+    METRIC_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    metric: MetricIdentifier
+    target: MetricTarget
+    def __init__(self, metric: _Optional[_Union[MetricIdentifier, _Mapping]] = ..., target: _Optional[_Union[MetricTarget, _Mapping]] = ...) -> None: ...
+
+class MetricSpec(_message.Message):
+    __slots__ = ("type", "object", "pods", "resource", "container_resource", "external")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    OBJECT_FIELD_NUMBER: _ClassVar[int]
+    PODS_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    CONTAINER_RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    EXTERNAL_FIELD_NUMBER: _ClassVar[int]
+    type: str
+    object: ObjectMetricSource
+    pods: PodsMetricSource
+    resource: ResourceMetricSource
+    container_resource: ContainerResourceMetricSource
+    external: ExternalMetricSource
+    def __init__(self, type: _Optional[str] = ..., object: _Optional[_Union[ObjectMetricSource, _Mapping]] = ..., pods: _Optional[_Union[PodsMetricSource, _Mapping]] = ..., resource: _Optional[_Union[ResourceMetricSource, _Mapping]] = ..., container_resource: _Optional[_Union[ContainerResourceMetricSource, _Mapping]] = ..., external: _Optional[_Union[ExternalMetricSource, _Mapping]] = ...) -> None: ...
+
+class ResourceMetricStatus(_message.Message):
+    __slots__ = ("name", "current")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    current: MetricValueStatus
+    def __init__(self, name: _Optional[str] = ..., current: _Optional[_Union[MetricValueStatus, _Mapping]] = ...) -> None: ...
+
+class ContainerResourceMetricStatus(_message.Message):
+    __slots__ = ("name", "current", "container")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_FIELD_NUMBER: _ClassVar[int]
+    CONTAINER_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    current: MetricValueStatus
+    container: str
+    def __init__(self, name: _Optional[str] = ..., current: _Optional[_Union[MetricValueStatus, _Mapping]] = ..., container: _Optional[str] = ...) -> None: ...
+
+class PodsMetricStatus(_message.Message):
+    __slots__ = ("metric", "current")
+    METRIC_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_FIELD_NUMBER: _ClassVar[int]
+    metric: MetricIdentifier
+    current: MetricValueStatus
+    def __init__(self, metric: _Optional[_Union[MetricIdentifier, _Mapping]] = ..., current: _Optional[_Union[MetricValueStatus, _Mapping]] = ...) -> None: ...
+
+class ObjectMetricStatus(_message.Message):
+    __slots__ = ("metric", "current", "described_object")
+    METRIC_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_FIELD_NUMBER: _ClassVar[int]
+    DESCRIBED_OBJECT_FIELD_NUMBER: _ClassVar[int]
+    metric: MetricIdentifier
+    current: MetricValueStatus
+    described_object: CrossVersionObjectReference
+    def __init__(self, metric: _Optional[_Union[MetricIdentifier, _Mapping]] = ..., current: _Optional[_Union[MetricValueStatus, _Mapping]] = ..., described_object: _Optional[_Union[CrossVersionObjectReference, _Mapping]] = ...) -> None: ...
+
+class ExternalMetricStatus(_message.Message):
+    __slots__ = ("metric", "current")
+    METRIC_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_FIELD_NUMBER: _ClassVar[int]
+    metric: MetricIdentifier
+    current: MetricValueStatus
+    def __init__(self, metric: _Optional[_Union[MetricIdentifier, _Mapping]] = ..., current: _Optional[_Union[MetricValueStatus, _Mapping]] = ...) -> None: ...
+
+class MetricStatus(_message.Message):
+    __slots__ = ("type", "object", "pods", "resource", "container_resource", "external")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    OBJECT_FIELD_NUMBER: _ClassVar[int]
+    PODS_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    CONTAINER_RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    EXTERNAL_FIELD_NUMBER: _ClassVar[int]
+    type: str
+    object: ObjectMetricStatus
+    pods: PodsMetricStatus
+    resource: ResourceMetricStatus
+    container_resource: ContainerResourceMetricStatus
+    external: ExternalMetricStatus
+    def __init__(self, type: _Optional[str] = ..., object: _Optional[_Union[ObjectMetricStatus, _Mapping]] = ..., pods: _Optional[_Union[PodsMetricStatus, _Mapping]] = ..., resource: _Optional[_Union[ResourceMetricStatus, _Mapping]] = ..., container_resource: _Optional[_Union[ContainerResourceMetricStatus, _Mapping]] = ..., external: _Optional[_Union[ExternalMetricStatus, _Mapping]] = ...) -> None: ...
+
+class HPAScalingPolicy(_message.Message):
+    __slots__ = ("type", "value", "period_seconds")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    PERIOD_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    type: str
+    value: int
+    period_seconds: int
+    def __init__(self, type: _Optional[str] = ..., value: _Optional[int] = ..., period_seconds: _Optional[int] = ...) -> None: ...
+
+class HPAScalingRules(_message.Message):
+    __slots__ = ("stabilization_window_seconds", "select_policy", "policies", "tolerance")
+    STABILIZATION_WINDOW_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    SELECT_POLICY_FIELD_NUMBER: _ClassVar[int]
+    POLICIES_FIELD_NUMBER: _ClassVar[int]
+    TOLERANCE_FIELD_NUMBER: _ClassVar[int]
+    stabilization_window_seconds: int
+    select_policy: str
+    policies: _containers.RepeatedCompositeFieldContainer[HPAScalingPolicy]
+    tolerance: str
+    def __init__(self, stabilization_window_seconds: _Optional[int] = ..., select_policy: _Optional[str] = ..., policies: _Optional[_Iterable[_Union[HPAScalingPolicy, _Mapping]]] = ..., tolerance: _Optional[str] = ...) -> None: ...
+
+class HorizontalPodAutoscalerBehavior(_message.Message):
+    __slots__ = ("scale_up", "scale_down")
+    SCALE_UP_FIELD_NUMBER: _ClassVar[int]
+    SCALE_DOWN_FIELD_NUMBER: _ClassVar[int]
+    scale_up: HPAScalingRules
+    scale_down: HPAScalingRules
+    def __init__(self, scale_up: _Optional[_Union[HPAScalingRules, _Mapping]] = ..., scale_down: _Optional[_Union[HPAScalingRules, _Mapping]] = ...) -> None: ...
+
+class HorizontalPodAutoscalerSpec(_message.Message):
+    __slots__ = ("scale_target_ref", "min_replicas", "max_replicas", "metrics", "behavior")
+    SCALE_TARGET_REF_FIELD_NUMBER: _ClassVar[int]
+    MIN_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    MAX_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    METRICS_FIELD_NUMBER: _ClassVar[int]
+    BEHAVIOR_FIELD_NUMBER: _ClassVar[int]
+    scale_target_ref: CrossVersionObjectReference
+    min_replicas: int
+    max_replicas: int
+    metrics: _containers.RepeatedCompositeFieldContainer[MetricSpec]
+    behavior: HorizontalPodAutoscalerBehavior
+    def __init__(self, scale_target_ref: _Optional[_Union[CrossVersionObjectReference, _Mapping]] = ..., min_replicas: _Optional[int] = ..., max_replicas: _Optional[int] = ..., metrics: _Optional[_Iterable[_Union[MetricSpec, _Mapping]]] = ..., behavior: _Optional[_Union[HorizontalPodAutoscalerBehavior, _Mapping]] = ...) -> None: ...
+
+class HorizontalPodAutoscalerCondition(_message.Message):
+    __slots__ = ("type", "status", "last_transition_time", "reason", "message")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    LAST_TRANSITION_TIME_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    type: str
+    status: str
+    last_transition_time: _timestamp_pb2.Timestamp
+    reason: str
+    message: str
+    def __init__(self, type: _Optional[str] = ..., status: _Optional[str] = ..., last_transition_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+
+class HorizontalPodAutoscalerStatus(_message.Message):
+    __slots__ = ("observed_generation", "last_scale_time", "current_replicas", "desired_replicas", "current_metrics", "conditions")
+    OBSERVED_GENERATION_FIELD_NUMBER: _ClassVar[int]
+    LAST_SCALE_TIME_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    DESIRED_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_METRICS_FIELD_NUMBER: _ClassVar[int]
+    CONDITIONS_FIELD_NUMBER: _ClassVar[int]
+    observed_generation: int
+    last_scale_time: _timestamp_pb2.Timestamp
+    current_replicas: int
+    desired_replicas: int
+    current_metrics: _containers.RepeatedCompositeFieldContainer[MetricStatus]
+    conditions: _containers.RepeatedCompositeFieldContainer[HorizontalPodAutoscalerCondition]
+    def __init__(self, observed_generation: _Optional[int] = ..., last_scale_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., current_replicas: _Optional[int] = ..., desired_replicas: _Optional[int] = ..., current_metrics: _Optional[_Iterable[_Union[MetricStatus, _Mapping]]] = ..., conditions: _Optional[_Iterable[_Union[HorizontalPodAutoscalerCondition, _Mapping]]] = ...) -> None: ...
+
+class HorizontalPodAutoscaler(_message.Message):
+    __slots__ = ("metadata", "spec", "status")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    metadata: ObjectMeta
+    spec: HorizontalPodAutoscalerSpec
+    status: HorizontalPodAutoscalerStatus
+    def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[HorizontalPodAutoscalerSpec, _Mapping]] = ..., status: _Optional[_Union[HorizontalPodAutoscalerStatus, _Mapping]] = ...) -> None: ...

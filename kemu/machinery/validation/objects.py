@@ -26,6 +26,14 @@ from kemu.machinery.validation import (
     resource,
     scheduling,
 )
+from kemu.machinery.validation.controlled import (
+    validate_endpoint_slice,
+    validate_endpoint_slice_update,
+    validate_endpoints,
+    validate_horizontal_pod_autoscaler,
+    validate_replication_controller,
+    validate_replication_controller_update,
+)
 from kemu.machinery.validation.core import (
     validate_config_map,
     validate_config_map_update,
@@ -143,6 +151,14 @@ _VALIDATORS: Final[dict[str, tuple[_Validate, _ValidateUpdate]]] = {
     **_KINDS_A_VALIDATORS,
     # apiextensions.k8s.io (issue #57 item 3)
     "kemu.api.v1.CustomResourceDefinition": (crd.validate_crd, crd.validate_crd_update),
+    # ---- kinds-b (issue #57)
+    "kemu.api.v1.ReplicationController": (
+        validate_replication_controller,
+        validate_replication_controller_update,
+    ),
+    "kemu.api.v1.Endpoints": (validate_endpoints, _no_update_rules),
+    "kemu.api.v1.EndpointSlice": (validate_endpoint_slice, validate_endpoint_slice_update),
+    "kemu.api.v1.HorizontalPodAutoscaler": (validate_horizontal_pod_autoscaler, _no_update_rules),
 }
 
 

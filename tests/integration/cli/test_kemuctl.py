@@ -303,7 +303,10 @@ def test_namespaces_services_and_config_maps_from_the_command_line(cluster):
     assert (name, kind, external, ports) == ("web", "ClusterIP", "<none>", "80/TCP")
     assert ip.startswith("10.")
     cm = kemuctl(cluster, "get", "cm", "-n", ns).stdout.splitlines()
-    assert [line.split()[:2] for line in cm] == [["NAME", "DATA"], ["cfg", "2"]]
+    # every namespace also has the root CA publisher's kube-root-ca.crt (as upstream)
+    rows = [line.split()[:2] for line in cm]
+    assert rows[0] == ["NAME", "DATA"] and ["cfg", "2"] in rows[1:]
+    assert all(r == ["cfg", "2"] or r == ["kube-root-ca.crt", "1"] for r in rows[1:]), rows
     namespaces = kemuctl(cluster, "get", "namespaces").stdout.splitlines()
     assert namespaces[0].split() == ["NAME", "STATUS", "AGE"]
     listed = {line.split()[0]: line.split()[1] for line in namespaces[1:]}

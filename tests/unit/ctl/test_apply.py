@@ -149,8 +149,8 @@ async def test_create_fails_on_an_existing_object_with_the_server_message(pod_fi
 BAD_MANIFESTS = [
     ("kind: Pod\nmetadata: {name: x\n", "error parsing {f}: yaml: line 7"),
     (
-        "apiVersion: apps/v1\nkind: ReplicationController\nmetadata: {name: x}\n",
-        'no matches for kind "ReplicationController"',
+        "apiVersion: v1\nkind: PodTemplate\nmetadata: {name: x}\n",
+        'no matches for kind "PodTemplate"',
     ),
     (
         "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containerz: []}\n",

@@ -139,10 +139,10 @@ async def test_missing_objects_and_unknown_kinds_are_errors() -> None:
     assert result.rc == 1
     assert result.out.splitlines()[1].startswith("a ")
     assert result.err == 'error: pods "nope" not found\n'
-    unknown = await ctl(client, "get", "replicationcontrollers")
+    unknown = await ctl(client, "get", "podtemplates")
     assert (unknown.rc, unknown.err) == (
         1,
-        'error: the server doesn\'t have a resource type "replicationcontrollers"\n',
+        'error: the server doesn\'t have a resource type "podtemplates"\n',
     )
     empty = await ctl(client, "get", "pods", "-n", "other")
     assert (empty.rc, empty.out, empty.err) == (0, "", "No resources found in other namespace.\n")

@@ -226,7 +226,9 @@ def test_protobuf_eviction_and_namespace_bodies() -> None:
         "kind": "Namespace",
         "metadata": {"name": "x", "labels": {"a": "b"}},
     }
-    assert protobuf.decode(_k8s_protobuf("v1", "Endpoints", b"")) is None  # not a kemu kind: a 415
+    assert (
+        protobuf.decode(_k8s_protobuf("v1", "ComponentStatus", b"")) is None
+    )  # not a kemu kind: a 415
 
 
 def test_protobuf_deployment_body_in_upstream_field_numbers() -> None:

@@ -1,0 +1,167 @@
+"""The horizontal-pod-autoscaler controller and its replica calculator (S-HPA-*)."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from controllermanager.podautoscaler.horizontal import (
+    HorizontalController,
+    _History,
+    convert_desired_with_rules,
+    normalize_with_behaviors,
+)
+from controllermanager.podautoscaler.replica_calculator import (
+    MetricsError,
+    resource_replicas,
+)
+from kemu.api.v1 import types_pb2
+from kemu.client.fake import FakeClient
+from kemu.client.informer import InformerFactory
+from kemu.component.clock import FakeClock
+from kemu.machinery.autoscaling import CONVERSIONS, set_defaults_horizontal_pod_autoscaler
+from kemu.machinery.printers import format_hpa_metrics
+from kemu.machinery.usage import CPU_USAGE_ANNOTATION
+from kemu.testing.builders import make_deployment, make_pod
+from kemu.testing.eventually import eventually
+from kemu.testing.fake_time import advance
+
+pytestmark = pytest.mark.anyio
+NOW = 1_700_000_000.0
+
+
+def running_pod(name: str, usage: str, *, cpu: str = "100m", ready: bool = True) -> types_pb2.Pod:
+    p = (
+        make_pod(name)
+        .labels(app="web")
+        .req(cpu=cpu)
+        .node("n1")
+        .phase("Running")
+        .condition("Ready", "True" if ready else "False")
+        .annotation(CPU_USAGE_ANNOTATION, usage)
+        .obj()
+    )
+    p.status.start_time.seconds = int(NOW) - 3600
+    p.status.conditions[0].last_transition_time.seconds = int(NOW) - 3500
+    return p
+
+
+def test_s_hpa_1_ratio_within_tolerance_keeps_the_count() -> None:
+    pods = [running_pod("a", "52m"), running_pod("b", "52m")]  # 52% of a 50% target
+    assert resource_replicas(2, 50, "cpu", pods, NOW).replicas == 2
+    pods = [running_pod("a", "90m"), running_pod("b", "90m")]  # 90%: ratio 1.8
+    result = resource_replicas(2, 50, "cpu", pods, NOW)
+    assert (result.replicas, result.utilization, result.raw_average) == (4, 90, 90)
+
+
+def test_s_hpa_2_missing_metrics_count_as_their_request_when_scaling_down() -> None:
+    pending = make_pod("c").labels(app="web").req(cpu="100m").node("n1").phase("Running").obj()
+    pending.status.conditions.add(type="Ready", status="True").last_transition_time.seconds = 0
+    pending.status.start_time.seconds = 0
+    pending.spec.node_name = ""  # no metrics: not bound to a kubelet
+    pending.status.phase = "Running"
+    pods = [running_pod("a", "10m"), running_pod("b", "10m"), pending]
+    # 10% on two pods, the third counted at 100%: ratio (10+10+100)/300/0.5 = 0.8 -> 3*0.8
+    assert resource_replicas(3, 50, "cpu", pods, NOW).replicas == 3
+
+
+def test_s_hpa_3_unready_pods_count_as_zero_when_scaling_up() -> None:
+    pods = [running_pod("a", "100m"), running_pod("b", "100m", ready=False)]
+    pods[1].status.start_time.seconds = int(NOW) - 10  # within the cpu initialization period
+    pods[1].status.conditions[0].last_transition_time.seconds = int(NOW) - 5
+    # ready pod at 100% of a 50% target (ratio 2); the unready one at 0: (100+0)/200/0.5 = 1
+    assert resource_replicas(2, 50, "cpu", pods, NOW).replicas == 2
+
+
+def test_s_hpa_4_missing_request_and_no_pods_are_errors() -> None:
+    with pytest.raises(MetricsError, match="no pods returned by selector"):
+        resource_replicas(1, 50, "cpu", [], NOW)
+    p = running_pod("a", "10m")
+    p.spec.containers[0].resources.requests.clear()
+    with pytest.raises(MetricsError, match="missing request for cpu in container"):
+        resource_replicas(1, 50, "cpu", [p], NOW)
+
+
+def test_s_hpa_5_rules_limit_scale_up_and_bound_by_min_max() -> None:
+    assert convert_desired_with_rules(1, 10, 1, 20) == (
+        4,
+        "ScaleUpLimit",
+        "the desired replica count is increasing faster than the maximum scale rate",
+    )
+    assert convert_desired_with_rules(5, 10, 1, 6)[:2] == (6, "TooManyReplicas")
+    assert convert_desired_with_rules(5, 0, 2, 6)[:2] == (2, "TooFewReplicas")
+
+
+def test_s_hpa_6_behavior_stabilization_and_policies() -> None:
+    behavior = types_pb2.HorizontalPodAutoscalerBehavior()
+    behavior.scale_down.stabilization_window_seconds = 60
+    behavior.scale_down.policies.add(type="Pods", value=1, period_seconds=60)
+    h = _History()
+    # down from 5 to 1: one pod per minute
+    assert normalize_with_behaviors(h, behavior, 5, 1, 1, 10, NOW)[0] == 4
+    # up to 20 from 4: the default scale-up policy allows max(4 + 4, 2 x 4) = 8
+    assert normalize_with_behaviors(_History(), behavior, 4, 20, 1, 30, NOW)[0] == 8
+
+
+def test_s_hpa_7_defaults_and_v1_conversion_and_printing() -> None:
+    hpa = types_pb2.HorizontalPodAutoscaler()
+    set_defaults_horizontal_pod_autoscaler(hpa)
+    assert hpa.spec.min_replicas == 1
+    assert hpa.spec.metrics[0].resource.target.average_utilization == 80
+    to_v2, to_v1 = CONVERSIONS[("autoscaling/v1", "HorizontalPodAutoscaler")]
+    body = {"spec": {"targetCPUUtilizationPercentage": 50, "maxReplicas": 3}}
+    to_v2(body)  # type: ignore[arg-type]
+    assert body["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"] == 50  # type: ignore[index]
+    to_v1(body)  # type: ignore[arg-type]
+    assert body["spec"] == {"maxReplicas": 3, "targetCPUUtilizationPercentage": 50}
+    status = types_pb2.MetricStatus(type="Resource")
+    status.resource.name = "cpu"
+    status.resource.current.average_utilization = 90
+    assert format_hpa_metrics(list(hpa.spec.metrics), [status]) == "cpu: 90%/80%"
+    assert format_hpa_metrics(list(hpa.spec.metrics), []) == "cpu: <unknown>/80%"
+
+
+async def test_s_hpa_8_controller_scales_a_deployment_up_then_down_after_the_window() -> None:
+    clock = FakeClock(now=NOW)
+    deploy = make_deployment("web").replicas(2).selector(app="web").obj()
+    hpa = types_pb2.HorizontalPodAutoscaler()
+    hpa.metadata.name, hpa.metadata.namespace = "web", "default"
+    hpa.spec.scale_target_ref.kind, hpa.spec.scale_target_ref.name = "Deployment", "web"
+    hpa.spec.scale_target_ref.api_version = "apps/v1"
+    hpa.spec.max_replicas = 5
+    set_defaults_horizontal_pod_autoscaler(hpa)
+    hpa.spec.metrics[0].resource.target.average_utilization = 50
+    fake = FakeClient(deploy, hpa, running_pod("a", "90m"), running_pod("b", "90m"), clock=clock)
+    informers = InformerFactory(fake, clock=clock)
+    ctrl = HorizontalController(fake, informers, clock)
+
+    async def replicas() -> int:
+        return (await fake.get(types_pb2.Deployment, "web", "default")).spec.replicas
+
+    async def until(n: int) -> None:
+        async def reached() -> bool:
+            return await replicas() == n
+
+        await eventually(reached, timeout=2, interval=0.01)
+
+    async with anyio.create_task_group() as tg:
+        informers.start(tg)
+        await informers.wait_for_cache_sync()
+        tg.start_soon(ctrl.run)
+        await until(4)  # 90% of a 50% target on 2 pods: ceil(1.8 x 2)
+        got = await fake.get(types_pb2.HorizontalPodAutoscaler, "web", "default")
+        assert got.status.desired_replicas == 4
+        assert got.status.current_metrics[0].resource.current.average_utilization == 90
+        assert got.status.HasField("last_scale_time")
+        reasons = {c.type: c.reason for c in got.status.conditions}
+        assert reasons["ScalingActive"] == "ValidMetricFound"
+        # load drops: the recommendation is 1, held for the 300 s stabilization window
+        for name in ("a", "b"):
+            p = await fake.get(types_pb2.Pod, name, "default")
+            p.metadata.annotations[CPU_USAGE_ANNOTATION] = "5m"
+            await fake.update(p)
+        await advance(clock, 60, step=15)
+        assert await replicas() == 4
+        await advance(clock, 270, step=15)
+        await until(1)
+        tg.cancel_scope.cancel()
