@@ -105,6 +105,7 @@ from kemu.machinery.strategy import before_update, strategy_for
 from kemu.machinery.update_strategy import (
     bumps_generation,
     check_update_uid,
+    has_generation,
 )
 from kemu.machinery.validation.meta import validate_no_new_finalizers
 from kemu.machinery.virtual_time import REAL_TIME_CLOCK
@@ -378,7 +379,7 @@ class FakeClient:
         self._rv += 1
         meta.uid = str(uuid.uuid4())
         meta.resource_version = str(self._rv)
-        meta.generation = 1
+        meta.generation = 1 if has_generation(obj) else 0
         meta.creation_timestamp.CopyFrom(timestamp(self.clock.now()))
         meta.ClearField("deletion_timestamp")
         self._objects[key] = new

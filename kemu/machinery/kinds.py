@@ -62,6 +62,21 @@ class Kind:
     def new(self) -> Message:
         return self.message()
 
+    @property
+    def group(self) -> str:
+        """The API group: "" for the core group, "apps", "policy", ..."""
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def qualified_resource(self) -> str:
+        """The resource as upstream's errors name it: "pods", "deployments.apps"."""
+        return f"{self.resource}.{self.group}" if self.group else self.resource
+
+    @property
+    def qualified_kind(self) -> str:
+        """The kind as upstream's Invalid errors name it: "Pod", "Deployment.apps"."""
+        return f"{self.kind}.{self.group}" if self.group else self.kind
+
     def api_versions_at(self, minor: int) -> tuple[str, ...]:
         """The group versions served at emulated version 1.`minor`, preferred first; () when
         the kind does not exist there (its gate aside)."""
