@@ -361,7 +361,10 @@ def _translated(kind: Kind, name: str, what: str) -> Iterator[None]:
 def _check_size(kind: Kind, obj: Message, size: int) -> None:
     causes = validate_object_size(size)
     if causes:
-        raise Invalid.from_causes(f'{kind.kind} "{meta_of(obj).name}"', causes)
+        name = meta_of(obj).name
+        raise Invalid.from_causes(
+            f'{kind.qualified_kind} "{name}"', causes, Subject(name, kind.group, kind.kind)
+        )
 
 
 def stored_bytes(obj: Message) -> bytes:
