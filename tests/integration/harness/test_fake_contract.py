@@ -714,17 +714,17 @@ async def finalizer_scenario(c: ApiClient, ns: str) -> dict[str, Any]:
 
 
 FINALIZER_EXPECTED: dict[str, Any] = {
-    "delete l": _gone(True, [HOLD]),
-    "l is kept": _gone(True, [HOLD]),
-    "delete l again": _gone(True, [HOLD]),
+    "delete l": _gone(True, [HOLD], generation=0),  # a Lease has no generation
+    "l is kept": _gone(True, [HOLD], generation=0),  # a Lease has no generation
+    "delete l again": _gone(True, [HOLD], generation=0),  # a Lease has no generation
     "a second delete keeps the resourceVersion": True,
     "add a finalizer to l": (
         "Invalid",
         'Lease.coordination.k8s.io "l" is invalid: metadata.finalizers: Forbidden: no new finalizers can be added '
         'if the object is being deleted, found new finalizers []string{"example.com/other"}',
     ),
-    "patch l's labels": _gone(True, [HOLD]),
-    "remove l's last finalizer": _gone(True, []),
+    "patch l's labels": _gone(True, [HOLD], generation=0),  # a Lease has no generation
+    "remove l's last finalizer": _gone(True, [], generation=0),  # a Lease has no generation
     "l is gone": ("NotFound", 'leases.coordination.k8s.io "l" not found'),
     "delete p in foreground": _gone(True, ["foregroundDeletion"]),
     "delete p again to orphan": _gone(True, ["orphan"]),
