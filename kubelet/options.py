@@ -16,9 +16,11 @@ from kemu.api.v1 import types_pb2
 from kemu.client.endpoints import add_server_flag
 from kemu.component.options import duration_flag, new_parser
 from kemu.machinery.dra_slice_file import NO_DRIVERS, DraDrivers, load_slice_file
+from kemu.machinery.duration import DurationError
 from kemu.machinery.quantity import format_resource, parse_capacity_flag, to_int
 from kubelet.network import DEFAULT_NODE_IP_RANGE, default_node_ip, parse_node_ip
 from kubelet.resize_retry import DEFAULT_RETRY_PERIOD, INITIAL_RETRY_DELAY
+from kubelet.runtime import DEFAULT_SHUTDOWN_DURATION, parse_shutdown
 from kubelet.settings import (
     DEFAULT_ACTUATION_DELAY,
     DEFAULT_LEASE_DURATION_SECONDS,
@@ -144,12 +146,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     pods.add_argument(
         "--pod-shutdown-duration",
-        type=duration_flag,
-        default=None,
-        metavar="DURATION",
-        help="simulated time a container takes to exit on SIGTERM (default: it does not, and "
-        "is killed at the end of the grace period; annotation "
-        "kubelet.kemu.io/shutdown-duration overrides it per pod)",
+        type=_shutdown_flag,
+        default=DEFAULT_SHUTDOWN_DURATION,
+        metavar="DURATION|never",
+        help="simulated time a container takes to exit on SIGTERM (default 0s: at once, as a "
+        "pause or nginx container; never: it ignores SIGTERM and is killed at the end of the "
+        "grace period; annotation kubelet.kemu.io/shutdown-duration overrides it per pod)",
     )
     pods.add_argument(
         "--pod-workers",
@@ -302,6 +304,14 @@ def _node_timing(args: argparse.Namespace) -> NodeTiming:
         status_update_frequency=args.node_status_update_frequency,
         status_report_frequency=args.node_status_report_frequency,
     )
+
+
+def _shutdown_flag(text: str) -> float | None:
+    """argparse `type=` for --pod-shutdown-duration: a duration, or `never`."""
+    try:
+        return parse_shutdown(text)
+    except DurationError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _pod_worker_options(args: argparse.Namespace) -> PodWorkerOptions:

@@ -48,6 +48,7 @@ from kubelet.allocation import (
     AllocationOptions,
     held_by_others,
 )
+from kubelet.container_events import killing_events, started_events
 from kubelet.dra_manager import (
     PREPARE_RETRY_PERIOD,
     ClaimsInUseCollector,
@@ -73,11 +74,11 @@ from kubelet.runtime import (
     EXIT_KILLED,
     EXIT_OK,
     RUN_DURATION_ANNOTATION,
-    SHUTDOWN_DURATION_ANNOTATION,
     PodRuntime,
     PodState,
     annotation_exit_code,
     annotation_seconds,
+    annotation_shutdown,
 )
 from kubelet.settings import PodWorkerOptions
 from kubelet.status_manager import StatusManager, StatusOptions
@@ -106,8 +107,10 @@ class PodSyncer:
         queue: WorkQueue,
         shutdown_duration: float | None,
         dra: DraManager,
+        recorder: EventRecorder | None,
     ) -> None:
         self._client = client
+        self._recorder = recorder
         self._dra = dra
         self._clock = clock
         self._node_of = node_of
@@ -154,8 +157,9 @@ class PodSyncer:
     ) -> None:
         """Moves the pod's state and resize forward to `now`, checkpoints what changed, and
         retries the node's Deferred resizes if this pod freed room."""
-        was_active = rt.active
+        was_active, was_state = rt.active, rt.state
         changed = advance(pod, rt, now, shutdown_duration=self._shutdown_duration)
+        self._record_container_events(pod, was_state, rt.state)
         actuated = self._allocation.actuate(pod, rt, now)
         changed = self._allocation.handle_resize(node, pod, rt, now) or changed
         changed = sync_pod_ip(node, pod, rt) or changed
@@ -167,6 +171,25 @@ class PodSyncer:
             self._allocation.retry(node, TRIGGER_POD_TERMINATED)
         elif actuated:
             self._allocation.retry(node, TRIGGER_POD_RESIZED)
+
+    def _record_container_events(
+        self, pod: types_pb2.Pod, before: PodState, after: PodState
+    ) -> None:
+        """Pulled, Created and Started when the containers start; Killing when a running
+        pod's containers get SIGTERM (kubelet.container_events)."""
+        if self._recorder is None or before == after:
+            return
+        if after in (PodState.RUNNING, PodState.SUCCEEDED) and before in (
+            PodState.PREPARING,
+            PodState.STARTING,
+        ):
+            events = started_events(pod)
+        elif before == PodState.RUNNING and after in (PodState.TERMINATING, PodState.TERMINATED):
+            events = killing_events(pod)
+        else:
+            return
+        for e in events:
+            self._recorder.event(pod, e.event_type, e.reason, "", e.message)
 
     async def _prepare_resources(
         self, node: NodePods, pod: types_pb2.Pod, rt: PodRuntime, now: float
@@ -281,6 +304,7 @@ class PodWorkers:
             queue=self.queue,
             shutdown_duration=self.options.shutdown_duration,
             dra=DraManager(client, dra_drivers, recorder=recorder, registry=registry),
+            recorder=recorder,
         )
         if registry is not None:
             registry.register(
@@ -656,9 +680,7 @@ def begin_termination(
         rt.finished_at = now
         return True
     if rt.state == PodState.RUNNING:
-        shutdown = annotation_seconds(pod, SHUTDOWN_DURATION_ANNOTATION)
-        if shutdown is None:
-            shutdown = shutdown_duration
+        shutdown = annotation_shutdown(pod, shutdown_duration)
         rt.state = PodState.TERMINATING
         rt.shutdown_at = None if shutdown is None else now + shutdown
         rt.kill_at = now + grace

@@ -5,9 +5,11 @@ end by itself after a run duration (annotation `kubelet.kemu.io/run-duration`), 
 code of the annotation `kubelet.kemu.io/exit-code` (non-zero: the pod's phase is Failed;
 container restarts are not simulated, whatever the restartPolicy). When
 the pod is deleted, its containers get SIGTERM: each exits 0 after the simulated shutdown
-duration (annotation `kubelet.kemu.io/shutdown-duration`, default: the whole grace period,
-i.e. a process that ignores SIGTERM), or is killed with 137 at the end of the grace period,
-whichever comes first.
+duration (annotation `kubelet.kemu.io/shutdown-duration`; default: at once, as a pause or nginx
+container exits on SIGTERM within a second), or is killed with 137 at the end of the grace
+period, whichever comes first. A pod whose annotation says `never` ignores SIGTERM, as a
+process without a signal handler running as PID 1 does, and lingers through its whole grace
+period.
 
 All instants are wall-clock seconds (clock.now()), so that the checkpoint survives a restart of
 the kubelet and is read back against the same clock.
@@ -32,6 +34,11 @@ logger = logging.getLogger(__name__)
 STARTUP_DELAY_ANNOTATION: Final = "kubelet.kemu.io/startup-delay"
 RUN_DURATION_ANNOTATION: Final = "kubelet.kemu.io/run-duration"
 SHUTDOWN_DURATION_ANNOTATION: Final = "kubelet.kemu.io/shutdown-duration"
+SHUTDOWN_NEVER: Final = "never"
+"""The shutdown duration of a container that ignores SIGTERM: killed at the end of the grace
+period."""
+DEFAULT_SHUTDOWN_DURATION: Final = 0.0
+"""Seconds a container takes to exit on SIGTERM unless its pod or the kubelet's flag says."""
 EXIT_CODE_ANNOTATION: Final = "kubelet.kemu.io/exit-code"
 
 # Timers on the monotonic clock and deadlines on the wall clock may disagree by a hair: an
@@ -129,6 +136,34 @@ def annotation_seconds(pod: types_pb2.Pod, key: str) -> float | None:
             text,
         )
         return None
+
+
+def parse_shutdown(text: str) -> float | None:
+    """A shutdown duration: seconds, or None for `never` (the container ignores SIGTERM).
+    Raises DurationError."""
+    if text.strip() == SHUTDOWN_NEVER:
+        return None
+    return parse_duration(text)
+
+
+def annotation_shutdown(pod: types_pb2.Pod, default: float | None) -> float | None:
+    """The pod's shutdown duration (kubelet.kemu.io/shutdown-duration): `default` when absent
+    or malformed (logged); None when the container ignores SIGTERM."""
+    text = pod.metadata.annotations.get(SHUTDOWN_DURATION_ANNOTATION)
+    if text is None:
+        return default
+    try:
+        return parse_shutdown(text)
+    except DurationError:
+        logger.warning(
+            "pod %s/%s: ignoring annotation %s=%r: not a duration or %r",
+            pod.metadata.namespace,
+            pod.metadata.name,
+            SHUTDOWN_DURATION_ANNOTATION,
+            text,
+            SHUTDOWN_NEVER,
+        )
+        return default
 
 
 @dataclass

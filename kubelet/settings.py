@@ -14,6 +14,7 @@ from kemu.machinery.dra_slice_file import NO_DRIVERS, DraDrivers
 from kemu.machinery.quantity import to_int
 from kemu.machinery.resources import DEFAULT_OPTIONS, PodResourcesOptions
 from kubelet.resize_retry import DEFAULT_RETRY_PERIOD
+from kubelet.runtime import DEFAULT_SHUTDOWN_DURATION
 
 DEFAULT_LEASE_DURATION_SECONDS: Final = 40
 LEASE_RENEW_INTERVAL_FRACTION: Final = 0.25
@@ -67,9 +68,9 @@ class NodeTiming:
 class PodWorkerOptions:
     startup_delay: float = 0.5
     """Seconds from admission to running containers, unless the pod's annotation says."""
-    shutdown_duration: float | None = None
-    """Seconds a container takes to exit on SIGTERM; None: it ignores SIGTERM (killed at the
-    end of the grace period). The pod's annotation overrides it."""
+    shutdown_duration: float | None = DEFAULT_SHUTDOWN_DURATION
+    """Seconds a container takes to exit on SIGTERM (default: at once); None: it ignores
+    SIGTERM (killed at the end of the grace period). The pod's annotation overrides it."""
     workers: int = DEFAULT_WORKERS
     in_place_resize: bool = True
     """Gate InPlacePodVerticalScaling: resize running pods when their spec changes."""

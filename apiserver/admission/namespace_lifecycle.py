@@ -16,7 +16,7 @@ from typing import Final
 
 from kemu.api.v1 import types_pb2
 from kemu.component.clock import Clock, RealClock
-from kemu.machinery.errors import Forbidden, NotFound
+from kemu.machinery.errors import Forbidden, NotFound, Subject
 from kemu.machinery.namespaces import IMMORTAL_NAMESPACES, is_terminating
 
 FORCE_LIVE_LOOKUP_TTL: Final = 30.0
@@ -57,7 +57,10 @@ class NamespaceLifecycle:
         if ns is None or (until is not None and until > self._now() and not is_terminating(ns)):
             ns = await self._live(namespace)
         if ns is None:
-            raise NotFound(f'namespaces "{namespace}" not found')
+            raise NotFound(
+                f'namespaces "{namespace}" not found',
+                subject=Subject(namespace, "", "namespaces"),
+            )
         if is_terminating(ns):
             raise Forbidden(
                 f'{resource} "{name}" is forbidden: unable to create new content in namespace '

@@ -54,12 +54,12 @@ from kemu.machinery import namespaces as ns_rules
 from kemu.machinery import patch as patches
 from kemu.machinery.delete_options import check_preconditions
 from kemu.machinery.deletion import DeleteOptions
-from kemu.machinery.errors import BadRequest, Invalid, NotFound
+from kemu.machinery.errors import BadRequest, Invalid, NotFound, Subject
 from kemu.machinery.jsonvalue import JSON
 from kemu.machinery.kinds import BY_KIND, Kind, Served, kind_for_resource, kind_of
 from kemu.machinery.runtime_config import NO_RUNTIME_CONFIG, RuntimeConfig
 from kemu.machinery.strategy import strategy_for
-from kemu.machinery.update_strategy import check_update_uid
+from kemu.machinery.update_strategy import check_update_uid, has_generation
 from kemu.machinery.validation.objects import validate_object
 
 logger = logging.getLogger(__name__)
@@ -232,7 +232,7 @@ class Registry:
         meta.creation_timestamp.CopyFrom(convert.timestamp(self._now()))
         meta.ClearField("deletion_timestamp")
         meta.ClearField("deletion_grace_period_seconds")
-        meta.generation = 1
+        meta.generation = 1 if has_generation(obj) else 0
         # The kind's strategy (PrepareForCreate: defaults, what the server owns, a pod's QoS
         # class), then admission, then validation. (Upstream's mutating admission runs before
         # PrepareForCreate on an object its decoder has defaulted; kemu's strategies do the
@@ -243,7 +243,11 @@ class Registry:
             obj, pod_groups=self._strategy_options.pod_groups, dra=self._strategy_options.dra
         )
         if causes:
-            raise Invalid.from_causes(f'{kind.kind} "{meta.name}"', causes)
+            raise Invalid.from_causes(
+                f'{kind.qualified_kind} "{meta.name}"',
+                causes,
+                Subject(meta.name, kind.group, kind.kind),
+            )
         await self.admission.validate_create(obj)
         await self._quota.admit_create(obj)  # issue #57 kinds-a
         return obj, await self.store.create(kind, obj)

@@ -34,7 +34,7 @@ from apiserver.storage.watch_cache import WatchCache
 from kemu.api.v1 import api_pb2, types_pb2
 from kemu.component.clock import Clock
 from kemu.machinery.deletion import DeleteOptions, Outcome, plan_delete, should_delete_during_update
-from kemu.machinery.errors import AlreadyExists, Conflict, Invalid, NotFound
+from kemu.machinery.errors import AlreadyExists, Conflict, Invalid, NotFound, Subject
 from kemu.machinery.kinds import Kind
 from kemu.machinery.validation.meta import validate_object_size
 
@@ -122,7 +122,7 @@ class GenericStore:
         key = object_key(kind, namespace, name)
         kv = await self._store.get(key)
         if kv is None:
-            raise NotFound(not_found(kind, name))
+            raise not_found(kind, name)
         return Stored(self._decode(kind, kv), kv.mod_revision)
 
     def _stored(self, kind: Kind, kv: KeyValue) -> Stored:
@@ -147,7 +147,7 @@ class GenericStore:
         """The Object envelope of one object, straight from etcd without decoding it."""
         kv = await self._store.get(object_key(kind, namespace, name))
         if kv is None:
-            raise NotFound(not_found(kind, name))
+            raise not_found(kind, name)
         field = api_pb2.Object.DESCRIPTOR.fields_by_name[kind.field].number
         return encoding.envelope(field, encoding.with_resource_version(kv.value, kv.mod_revision))
 
@@ -170,7 +170,10 @@ class GenericStore:
         except GuardFailed as e:
             raise fencing.refused(what, e) from None
         except Conflict:
-            raise AlreadyExists(f'{kind.resource} "{meta.name}" already exists') from None
+            raise AlreadyExists(
+                f'{kind.qualified_resource} "{meta.name}" already exists',
+                subject=subject(kind, meta.name),
+            ) from None
         self._wrote(kind, rev)
         meta.resource_version = str(rev) if rev else ""  # 0: a dry run, as upstream
         field = api_pb2.Object.DESCRIPTOR.fields_by_name[kind.field].number
@@ -217,7 +220,7 @@ class GenericStore:
             state = guess.stored
             try:
                 if precondition_rv and precondition_rv != str(state.revision):
-                    raise Conflict(conflict(kind, name))
+                    raise Conflict(conflict(kind, name), subject=subject(kind, name))
                 result = mutate(copy_of(state.obj))
                 updated = await result if isinstance(result, Awaitable) else result
             except Exception:
@@ -250,7 +253,9 @@ class GenericStore:
                 # The failed compare read the key: retry on that (a pinned resourceVersion
                 # no longer matches it, so the precondition above gives the Conflict).
                 guess = _Guess(self._stored(kind, e.current), current=True)
-        raise Conflict(conflict(kind, name) + ": too many concurrent writers")
+        raise Conflict(
+            conflict(kind, name) + ": too many concurrent writers", subject=subject(kind, name)
+        )
 
     # ------------------------------------------------------------ delete
 
@@ -298,7 +303,7 @@ class GenericStore:
             if plan.outcome is Outcome.UPDATE_AND_DELETE:
                 return await self._delete_marked(kind, written, pinned=options.resource_version)
             return written
-        raise Conflict(conflict(kind, name))
+        raise Conflict(conflict(kind, name), subject=subject(kind, name))
 
     async def _delete_marked(self, kind: Kind, marked: Message, *, pinned: str | None) -> Message:
         """Removes an object this DELETE has just marked with grace 0 (upstream: Storage.Delete
@@ -320,7 +325,7 @@ class GenericStore:
                 return marked
             marked, revision = current.obj, current.revision
             meta = meta_of(marked)
-        raise Conflict(conflict(kind, meta.name))
+        raise Conflict(conflict(kind, meta.name), subject=subject(kind, meta.name))
 
     async def remove(self, kind: Kind, obj: Message, revision: int) -> Message:
         """Removes the key if it is still at `revision` (StaleRevision when it moved)."""
@@ -346,17 +351,20 @@ def _translated(kind: Kind, name: str, what: str) -> Iterator[None]:
     except GuardFailed as e:
         raise fencing.refused(what, e) from None
     except NotFound:
-        raise NotFound(not_found(kind, name)) from None
+        raise not_found(kind, name) from None
     except StaleRevision as e:
         raise StaleRevision(conflict(kind, name), e.current) from None
     except Conflict:
-        raise Conflict(conflict(kind, name)) from None
+        raise Conflict(conflict(kind, name), subject=subject(kind, name)) from None
 
 
 def _check_size(kind: Kind, obj: Message, size: int) -> None:
     causes = validate_object_size(size)
     if causes:
-        raise Invalid.from_causes(f'{kind.kind} "{meta_of(obj).name}"', causes)
+        name = meta_of(obj).name
+        raise Invalid.from_causes(
+            f'{kind.qualified_kind} "{name}"', causes, Subject(name, kind.group, kind.kind)
+        )
 
 
 def stored_bytes(obj: Message) -> bytes:
@@ -379,12 +387,19 @@ def _describe(kind: Kind, meta: types_pb2.ObjectMeta) -> str:
     return f"{kind.resource} {name}"
 
 
-def not_found(kind: Kind, name: str) -> str:
-    return f'{kind.resource} "{name}" not found'
+def subject(kind: Kind, name: str) -> Subject:
+    """The details of upstream's NotFound, AlreadyExists and Conflict: the kind is the
+    resource (apimachinery pkg/api/errors/errors.go NewNotFound)."""
+    return Subject(name, kind.group, kind.resource)
+
+
+def not_found(kind: Kind, name: str) -> NotFound:
+    """Upstream's NotFound: `deployments.apps "x" not found`."""
+    return NotFound(f'{kind.qualified_resource} "{name}" not found', subject=subject(kind, name))
 
 
 def conflict(kind: Kind, name: str) -> str:
     return (
-        f'Operation cannot be fulfilled on {kind.resource} "{name}": the object has been '
-        "modified; please apply your changes to the latest version and try again"
+        f'Operation cannot be fulfilled on {kind.qualified_resource} "{name}": the object '
+        "has been modified; please apply your changes to the latest version and try again"
     )

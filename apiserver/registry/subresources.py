@@ -29,7 +29,7 @@ from kemu.machinery import certificates
 from kemu.machinery import namespaces as ns_rules
 from kemu.machinery.convert import timestamp
 from kemu.machinery.defaults import set_defaults
-from kemu.machinery.errors import Conflict, Invalid, NotFound
+from kemu.machinery.errors import Conflict, Invalid, NotFound, Subject
 from kemu.machinery.kinds import BY_KIND, Kind
 from kemu.machinery.pod_conditions import set_scheduled
 from kemu.machinery.pod_strategy import check_bindable, check_binding_preconditions
@@ -57,7 +57,11 @@ def _validated(
 ) -> Message:
     causes = validate_object(result, old=current, pod_groups=options.pod_groups, dra=options.dra)
     if causes:
-        raise Invalid.from_causes(f'{kind.kind} "{meta_of(current).name}"', causes)
+        raise Invalid.from_causes(
+            f'{kind.qualified_kind} "{meta_of(current).name}"',
+            causes,
+            Subject(meta_of(current).name, kind.group, kind.kind),
+        )
     return result
 
 
@@ -108,7 +112,11 @@ class StatusREST:
             written, current, pod_groups=self._options.pod_groups, dra=self._options.dra
         )
         if causes:
-            raise Invalid.from_causes(f'{kind.kind} "{meta_of(current).name}"', causes)
+            raise Invalid.from_causes(
+                f'{kind.qualified_kind} "{meta_of(current).name}"',
+                causes,
+                Subject(meta_of(current).name, kind.group, kind.kind),
+            )
         validate_admin_access_status(written, current, self._namespace_of)
         return written
 

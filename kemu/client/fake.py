@@ -94,6 +94,7 @@ from kemu.machinery.errors import (
     Gone,
     Invalid,
     NotFound,
+    Subject,
 )
 from kemu.machinery.eviction import add_disruption_target
 from kemu.machinery.keys import object_meta
@@ -105,6 +106,7 @@ from kemu.machinery.strategy import before_update, strategy_for
 from kemu.machinery.update_strategy import (
     bumps_generation,
     check_update_uid,
+    has_generation,
 )
 from kemu.machinery.validation.meta import validate_no_new_finalizers
 from kemu.machinery.virtual_time import REAL_TIME_CLOCK
@@ -164,7 +166,10 @@ def _ns(kind: kinds.Kind, namespace: str) -> str:
 
 
 def _not_found(kind: kinds.Kind, name: str) -> NotFound:
-    return NotFound(f'{kind.resource} "{name}" not found')
+    return NotFound(
+        f'{kind.qualified_resource} "{name}" not found',
+        subject=Subject(name, kind.group, kind.resource),
+    )
 
 
 class _Watch:
@@ -374,11 +379,14 @@ class FakeClient:
             meta.name = meta.generate_name + suffix
         key = (kind.resource, meta.namespace, meta.name)
         if key in self._objects:
-            raise AlreadyExists(f'{kind.resource} "{meta.name}" already exists')
+            raise AlreadyExists(
+                f'{kind.qualified_resource} "{meta.name}" already exists',
+                subject=Subject(meta.name, kind.group, kind.resource),
+            )
         self._rv += 1
         meta.uid = str(uuid.uuid4())
         meta.resource_version = str(self._rv)
-        meta.generation = 1
+        meta.generation = 1 if has_generation(obj) else 0
         meta.creation_timestamp.CopyFrom(timestamp(self.clock.now()))
         meta.ClearField("deletion_timestamp")
         self._objects[key] = new
@@ -388,7 +396,8 @@ class FakeClient:
     def _check_rv(self, kind: kinds.Kind, stored: Message, wanted: str) -> None:
         if wanted and wanted != object_meta(stored).resource_version:
             raise Conflict(
-                f'Operation cannot be fulfilled on {kind.resource} "{object_meta(stored).name}": '
+                f"Operation cannot be fulfilled on {kind.qualified_resource} "
+                f'"{object_meta(stored).name}": '
                 "the object has been modified; please apply your changes to the latest "
                 "version and try again"
             )
@@ -422,7 +431,11 @@ class FakeClient:
                 meta.generation += 1
             causes = validate_no_new_finalizers(meta, old_meta)
             if causes:
-                raise Invalid.from_causes(f'{kind.kind} "{meta.name}"', causes)
+                raise Invalid.from_causes(
+                    f'{kind.qualified_kind} "{meta.name}"',
+                    causes,
+                    Subject(meta.name, kind.group, kind.kind),
+                )
             if should_delete_during_update(old, new):
                 deleted = self._delete(kind, meta.namespace, meta.name)
                 meta.resource_version = object_meta(deleted).resource_version

@@ -810,6 +810,15 @@ async def describe_object(ctx: Context, obj: Message, api_version: str = "") -> 
             if p.spec.node_name != name
         ]
         return describe_node(obj, bound, nominated, events, now)
+    if isinstance(obj, types_pb2.ConfigMap):
+        return describe_config_map(obj, events, now)
+    if isinstance(obj, types_pb2.PersistentVolume):
+        return describe_persistent_volume(obj, events, now)
+    if isinstance(obj, types_pb2.Service | types_pb2.PersistentVolumeClaim):
+        pods = list((await ctx.client.list_all(types_pb2.Pod, obj.metadata.namespace)).items)
+        if isinstance(obj, types_pb2.Service):
+            return describe_service(obj, pods, events, now)
+        return describe_persistent_volume_claim(obj, pods, events, now)
     return describe_generic(obj, events, now, api_version)
 
 
@@ -850,3 +859,275 @@ async def cmd_describe(ctx: Context, args: argparse.Namespace) -> int:
     for message in errors:
         ctx.warn(f"error: {message}")
     return 1 if errors else 0
+
+
+# ---------------------------------------------------------------- fidelity: more kinds
+# kubectl's layouts (staging/src/k8s.io/kubectl/pkg/describe/describe.go) for the kinds whose
+# generic dump differed most: ConfigMap, Service, PersistentVolume, PersistentVolumeClaim.
+
+_ACCESS_MODES: Final = (
+    ("ReadWriteOnce", "RWO"),
+    ("ReadOnlyMany", "ROX"),
+    ("ReadWriteMany", "RWX"),
+    ("ReadWriteOncePod", "RWOP"),
+)
+_BETA_STORAGE_CLASS: Final = "volume.beta.kubernetes.io/storage-class"
+
+
+def access_modes_text(modes: Iterable[str]) -> str:
+    """storageutil.GetAccessModesAsString: RWO,ROX,RWX,RWOP in that order."""
+    given = set(modes)
+    return ",".join(short for mode, short in _ACCESS_MODES if mode in given)
+
+
+def _go_list(items: Iterable[str]) -> str:
+    """A []string as Go's %v prints it: [a b]."""
+    return "[" + " ".join(items) + "]"
+
+
+def _status_text(meta: types_pb2.ObjectMeta, phase: str, now: float) -> str:
+    if meta.HasField("deletion_timestamp"):
+        return f"Terminating (lasts {printers.age(meta.deletion_timestamp, now)})"
+    return phase
+
+
+def describe_config_map(cm: types_pb2.ConfigMap, events: list[types_pb2.Event], now: float) -> str:
+    """kubectl's describeConfigMap: the data under `key:` and a `----` rule."""
+    w = Writer()
+    w.line(0, "Name:", cm.metadata.name)
+    w.line(0, "Namespace:", cm.metadata.namespace)
+    w.multiline(0, "Labels", _pairs(cm.metadata.labels))
+    w.multiline(0, "Annotations", annotation_lines(cm.metadata.annotations))
+    w.line(0, "")
+    w.line(0, "Data")
+    w.line(0, "====")
+    for key in sorted(cm.data):
+        w.line(0, f"{key}:")
+        w.line(0, "----")
+        for text in cm.data[key].split("\n"):
+            w.line(0, text)
+        w.line(0, "")
+    w.line(0, "")
+    w.line(0, "BinaryData")
+    w.line(0, "====")
+    for key in sorted(cm.binary_data):
+        w.line(0, f"{key}: {len(cm.binary_data[key])} bytes")
+    w.line(0, "")
+    describe_events(w, events, now)
+    return w.render()
+
+
+def _ready(pod: types_pb2.Pod) -> bool:
+    return any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions)
+
+
+def _target_port(pod: types_pb2.Pod, port: types_pb2.ServicePort) -> int:
+    tp = port.target_port
+    if tp.str_val:
+        for c in pod.spec.containers:
+            for cp in c.ports:
+                if cp.name == tp.str_val:
+                    return cp.container_port
+        return 0
+    return tp.int_val or port.port
+
+
+def _endpoints_text(
+    svc: types_pb2.Service, port: types_pb2.ServicePort, pods: list[types_pb2.Pod]
+) -> str:
+    """The ready endpoints of the port, as kubectl's formatEndpointSlices: the first three,
+    then ` + N more...`; the endpoints are the ready pods the selector picks (what the
+    endpointslice controller would publish)."""
+    if not svc.spec.selector:
+        return NONE
+    found = []
+    for p in sorted(pods, key=lambda p: p.status.pod_ip):
+        labels = p.metadata.labels
+        if not all(labels.get(k) == v for k, v in svc.spec.selector.items()):
+            continue
+        target = _target_port(p, port)
+        if p.status.pod_ip and _ready(p) and target:
+            found.append(f"{p.status.pod_ip}:{target}")
+    if not found:
+        return NONE
+    more = len(found) - 3
+    return ",".join(found[:3]) + (f" + {more} more..." if more > 0 else "")
+
+
+def describe_service(
+    svc: types_pb2.Service, pods: list[types_pb2.Pod], events: list[types_pb2.Event], now: float
+) -> str:
+    """kubectl's describeService."""
+    spec = svc.spec
+    w = Writer()
+    w.line(0, "Name:", svc.metadata.name)
+    w.line(0, "Namespace:", svc.metadata.namespace)
+    w.multiline(0, "Labels", _pairs(svc.metadata.labels))
+    w.multiline(0, "Annotations", annotation_lines(svc.metadata.annotations))
+    w.line(0, "Selector:", ",".join(_pairs(spec.selector)) or NONE)
+    w.line(0, "Type:", spec.type)
+    if spec.HasField("ip_family_policy"):
+        w.line(0, "IP Family Policy:", spec.ip_family_policy)
+    w.line(0, "IP Families:", ",".join(spec.ip_families) or NONE)
+    w.line(0, "IP:", spec.cluster_ip)
+    w.line(0, "IPs:", ",".join(spec.cluster_ips) or NONE)
+    if spec.external_ips:
+        w.line(0, "External IPs:", ",".join(spec.external_ips))
+    if spec.load_balancer_ip:
+        w.line(0, "IP:", spec.load_balancer_ip)
+    if spec.external_name:
+        w.line(0, "External Name:", spec.external_name)
+    ingress = [i.ip or i.hostname for i in svc.status.load_balancer.ingress]
+    if ingress:
+        w.line(0, "LoadBalancer Ingress:", ", ".join(ingress))
+    for port in spec.ports:
+        name = port.name or "<unset>"
+        w.line(0, "Port:", name, f"{port.port}/{port.protocol}")
+        tp = port.target_port
+        target = tp.str_val if tp.str_val else str(tp.int_val)
+        w.line(0, "TargetPort:", f"{target}/{port.protocol}")
+        if port.node_port:
+            w.line(0, "NodePort:", name, f"{port.node_port}/{port.protocol}")
+        w.line(0, "Endpoints:", _endpoints_text(svc, port, pods))
+    w.line(0, "Session Affinity:", spec.session_affinity)
+    if spec.external_traffic_policy:
+        w.line(0, "External Traffic Policy:", spec.external_traffic_policy)
+    if spec.HasField("internal_traffic_policy"):
+        w.line(0, "Internal Traffic Policy:", spec.internal_traffic_policy)
+    describe_events(w, events, now)
+    return w.render()
+
+
+def _pv_class(pv: types_pb2.PersistentVolume) -> str:
+    return pv.metadata.annotations.get(_BETA_STORAGE_CLASS, pv.spec.storage_class_name)
+
+
+def _pvc_class(pvc: types_pb2.PersistentVolumeClaim) -> str:
+    return pvc.metadata.annotations.get(_BETA_STORAGE_CLASS, pvc.spec.storage_class_name)
+
+
+def _node_affinity(w: Writer, affinity: types_pb2.VolumeNodeAffinity, present: bool) -> None:
+    """kubectl's printVolumeNodeAffinity."""
+    if not present or not affinity.HasField("required"):
+        w.line(0, "Node Affinity:", NONE)
+        return
+    w.line(0, "Node Affinity:", "")
+    terms = affinity.required.node_selector_terms
+    if not terms:
+        w.line(1, "Required Terms:", NONE)
+        return
+    w.line(1, "Required Terms:", "")
+    for i, term in enumerate(terms):
+        exprs = []
+        for r in term.match_expressions:
+            text = f"{r.key} {r.operator.lower()}"
+            if r.values:
+                text += f" [{', '.join(r.values)}]"
+            exprs.append(text)
+        w.multiline(2, f"Term {i}", exprs)
+
+
+def _pv_source(w: Writer, spec: types_pb2.PersistentVolumeSpec) -> None:
+    w.line(0, "Source:")
+    if spec.HasField("host_path"):
+        w.line(2, "Type:", "HostPath (bare host directory volume)")
+        w.line(2, "Path:", spec.host_path.path)
+        w.line(2, "HostPathType:", spec.host_path.type)
+    elif spec.HasField("local"):
+        w.line(2, "Type:", "LocalVolume (a persistent volume backed by local storage on a node)")
+        w.line(2, "Path:", spec.local.path)
+    elif spec.HasField("csi"):
+        csi = spec.csi
+        w.line(2, "Type:", "CSI (a Container Storage Interface (CSI) volume source)")
+        w.line(2, "Driver:", csi.driver)
+        w.line(2, "FSType:", csi.fs_type)
+        w.line(2, "VolumeHandle:", csi.volume_handle)
+        w.line(2, "ReadOnly:", str(csi.read_only).lower())
+        w.multiline(2, "VolumeAttributes", _pairs(csi.volume_attributes))
+    elif spec.HasField("aws_elastic_block_store"):
+        ebs = spec.aws_elastic_block_store
+        w.line(2, "Type:", "AWSElasticBlockStore (a Persistent Disk resource in AWS)")
+        w.line(2, "VolumeID:", ebs.volume_id)
+        w.line(2, "FSType:", ebs.fs_type)
+        w.line(2, "Partition:", str(ebs.partition))
+        w.line(2, "ReadOnly:", str(ebs.read_only).lower())
+
+
+def describe_persistent_volume(
+    pv: types_pb2.PersistentVolume, events: list[types_pb2.Event], now: float
+) -> str:
+    """kubectl's describePersistentVolume."""
+    spec = pv.spec
+    w = Writer()
+    w.line(0, "Name:", pv.metadata.name)
+    w.multiline(0, "Labels", _pairs(pv.metadata.labels))
+    w.multiline(0, "Annotations", annotation_lines(pv.metadata.annotations))
+    w.line(0, "Finalizers:", _go_list(pv.metadata.finalizers))
+    w.line(0, "StorageClass:", _pv_class(pv))
+    w.line(0, "Status:", _status_text(pv.metadata, pv.status.phase, now))
+    claim = ""
+    if spec.HasField("claim_ref"):
+        claim = f"{spec.claim_ref.namespace}/{spec.claim_ref.name}"
+    w.line(0, "Claim:", claim)
+    w.line(0, "Reclaim Policy:", spec.persistent_volume_reclaim_policy)
+    w.line(0, "Access Modes:", access_modes_text(spec.access_modes))
+    if spec.HasField("volume_mode"):
+        w.line(0, "VolumeMode:", spec.volume_mode)
+    w.line(0, "Capacity:", spec.capacity.get("storage", "0"))
+    _node_affinity(w, spec.node_affinity, spec.HasField("node_affinity"))
+    w.line(0, "Message:", pv.status.message)
+    _pv_source(w, spec)
+    describe_events(w, events, now)
+    return w.render()
+
+
+def _uses_claim(pod: types_pb2.Pod, claim: str) -> bool:
+    return any(
+        v.HasField("persistent_volume_claim") and v.persistent_volume_claim.claim_name == claim
+        for v in pod.spec.volumes
+    )
+
+
+def describe_persistent_volume_claim(
+    pvc: types_pb2.PersistentVolumeClaim,
+    pods: list[types_pb2.Pod],
+    events: list[types_pb2.Event],
+    now: float,
+) -> str:
+    """kubectl's describePersistentVolumeClaim; `pods`: the namespace's (Used By)."""
+    spec = pvc.spec
+    w = Writer()
+    w.line(0, "Name:", pvc.metadata.name)
+    w.line(0, "Namespace:", pvc.metadata.namespace)
+    w.line(0, "StorageClass:", _pvc_class(pvc))
+    w.line(0, "Status:", _status_text(pvc.metadata, pvc.status.phase, now))
+    w.line(0, "Volume:", spec.volume_name)
+    w.multiline(0, "Labels", _pairs(pvc.metadata.labels))
+    w.multiline(0, "Annotations", annotation_lines(pvc.metadata.annotations))
+    w.line(0, "Finalizers:", _go_list(pvc.metadata.finalizers))
+    capacity = modes = ""
+    if spec.volume_name:
+        modes = access_modes_text(pvc.status.access_modes)
+        capacity = pvc.status.capacity.get("storage", "")
+    w.line(0, "Capacity:", capacity)
+    w.line(0, "Access Modes:", modes)
+    if spec.HasField("volume_mode"):
+        w.line(0, "VolumeMode:", spec.volume_mode)
+    users = sorted(p.metadata.name for p in pods if _uses_claim(p, pvc.metadata.name))
+    w.multiline(0, "Used By", users)
+    if pvc.status.conditions:
+        w.line(0, "Conditions:")
+        w.line(1, "Type", "Status", "LastProbeTime", "LastTransitionTime", "Reason", "Message")
+        w.line(1, "----", "------", "-----------------", "------------------", "------", "-------")
+        for c in pvc.status.conditions:
+            w.line(
+                1,
+                c.type,
+                c.status,
+                _when(c.last_probe_time),
+                _when(c.last_transition_time),
+                c.reason,
+                c.message,
+            )
+    describe_events(w, events, now)
+    return w.render()

@@ -18,7 +18,8 @@ mirrors it.
   it stays after the kubelet's grace-0 DELETE. While a graceful deletion is pending, only a
   shorter grace changes it (the deadline counts from when the deletion began), and any other
   DELETE changes nothing, not even the finalizers.
-- metadata.generation is bumped when deletionTimestamp is first set.
+- metadata.generation is bumped when deletionTimestamp is first set, if the kind has one
+  (upstream: "only when the object has a generation already").
 """
 
 from __future__ import annotations
@@ -133,9 +134,10 @@ def plan_delete(current: Message, options: DeleteOptions, now: float) -> DeleteP
 
 def mark_as_deleting(meta: types_pb2.ObjectMeta, now: float) -> None:
     """deletionTimestamp now (unless an earlier one stands), grace period 0, generation bumped
-    the first time (upstream markAsDeleting)."""
+    the first time for a kind that has one (upstream markAsDeleting)."""
     if not meta.HasField("deletion_timestamp"):
-        meta.generation += 1
+        if meta.generation > 0:
+            meta.generation += 1
         meta.deletion_timestamp.CopyFrom(timestamp(now))
     elif meta.deletion_timestamp.ToNanoseconds() > int(now * 1e9):
         meta.deletion_timestamp.CopyFrom(timestamp(now))

@@ -19,12 +19,25 @@ class Cause:
     message: str
 
 
+@dataclass(frozen=True)
+class Subject:
+    """What an error is about: upstream's StatusDetails name, group and kind (for NotFound,
+    AlreadyExists and Conflict the kind is the resource, "deployments"; for Invalid the Kind,
+    "Deployment": apimachinery pkg/api/errors/errors.go)."""
+
+    name: str
+    group: str
+    kind: str
+
+
 @dataclass
 class ApiError(Exception):
     """Base of every error that crosses the API. `reason` names the Kubernetes StatusReason."""
 
     message: str
     causes: list[Cause] = field(default_factory=list)
+    subject: Subject | None = None
+    """The object the error is about (the Status's details), when the raiser knows it."""
 
     reason: ClassVar[str] = "InternalError"
     code: ClassVar[int] = 500
@@ -80,9 +93,9 @@ class Invalid(ApiError):
         return cls(f"{path}: {message}", [Cause(path, message)])
 
     @classmethod
-    def from_causes(cls, what: str, causes: list[Cause]) -> Invalid:
+    def from_causes(cls, what: str, causes: list[Cause], subject: Subject | None = None) -> Invalid:
         detail = "; ".join(f"{c.field}: {c.message}" for c in causes)
-        return cls(f"{what} is invalid: {detail}", list(causes))
+        return cls(f"{what} is invalid: {detail}", list(causes), subject)
 
 
 class BadRequest(ApiError):

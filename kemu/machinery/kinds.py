@@ -74,10 +74,6 @@ class Kind:
         return bool(self.plural)
 
     @property
-    def group(self) -> str:
-        return self.api_version.rpartition("/")[0]
-
-    @property
     def path_resource(self) -> str:
         """The resource as a REST path names it (plural without the group)."""
         return self.plural or self.resource
@@ -92,6 +88,24 @@ class Kind:
 
     def new(self) -> Message:
         return self.message()
+
+    @property
+    def group(self) -> str:
+        """The API group: "" for the core group, "apps", "policy", ..."""
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def qualified_resource(self) -> str:
+        """The resource as upstream's errors name it: "pods", "deployments.apps" (a custom
+        resource's `resource` is already plural.group)."""
+        if self.plural:
+            return self.resource
+        return f"{self.resource}.{self.group}" if self.group else self.resource
+
+    @property
+    def qualified_kind(self) -> str:
+        """The kind as upstream's Invalid errors name it: "Pod", "Deployment.apps"."""
+        return f"{self.kind}.{self.group}" if self.group else self.kind
 
     def api_versions_at(self, minor: int) -> tuple[str, ...]:
         """The group versions served at emulated version 1.`minor`, preferred first; () when

@@ -76,8 +76,24 @@ TOKEN: Final = Subresource(
 )
 """serviceaccounts/token (kubectl create token; the REST edge only: kinds-b, issue #57)."""
 
+
+# --- fidelity (issue 57 item 6): the streaming subresources, REST edge only
+# (apiserver.endpoints.rest.streams). Upstream serves them as connect verbs: GET and POST.
+EXEC: Final = Subresource("exec", frozenset({GET, CREATE}), frozenset({"Pod"}), "PodExecOptions")
+ATTACH: Final = Subresource(
+    "attach", frozenset({GET, CREATE}), frozenset({"Pod"}), "PodAttachOptions"
+)
+PORT_FORWARD: Final = Subresource(
+    "portforward", frozenset({GET, CREATE}), frozenset({"Pod"}), "PodPortForwardOptions"
+)
+STREAMS: Final = frozenset({EXEC, ATTACH, PORT_FORWARD})
+
 SUBRESOURCES: Final[Mapping[str, Subresource]] = MappingProxyType(
-    {s.name: s for s in (STATUS, BINDING, EVICTION, RESIZE, FINALIZE, SCALE, LOG, APPROVAL, TOKEN)}
+    {
+        s.name: s
+        for s in (STATUS, BINDING, EVICTION, RESIZE, FINALIZE, SCALE, LOG, APPROVAL, TOKEN)
+        + (EXEC, ATTACH, PORT_FORWARD)
+    }
 )
 
 

@@ -14,8 +14,48 @@ from kemu.machinery.kinds import Kind
 
 # Kinds without a spec whose changes would mean a new generation.
 _NO_GENERATION: Final = frozenset(
-    {"kemu.api.v1.Lease", "kemu.api.v1.Event", "kemu.api.v1.Endpoints"}  # kinds-b: Endpoints
+    "kemu.api.v1." + name
+    for name in (
+        # The kinds whose upstream strategy sets no metadata.generation (its PrepareForCreate
+        # leaves it 0 and nothing bumps it: pkg/registry/core/{configmap,secret,node,
+        # namespace,service,serviceaccount,persistentvolume,persistentvolumeclaim}/strategy.go,
+        # storage/{storageclass,csinode}, scheduling/priorityclass, coordination/lease,
+        # core/event, resource/{resourceclaim,resourceclaimtemplate}).
+        "Lease",
+        "Event",
+        "ConfigMap",
+        "Secret",
+        "Node",
+        "Namespace",
+        "Service",
+        "ServiceAccount",
+        "PersistentVolume",
+        "PersistentVolumeClaim",
+        "StorageClass",
+        "CSINode",
+        "PriorityClass",
+        "ResourceClaim",
+        "ResourceClaimTemplate",
+        # issue #57 kinds-a and kinds-b: rbac/{role,clusterrole,rolebinding,clusterrolebinding},
+        # certificates/certificatesigningrequest, kube-aggregator's apiservice,
+        # core/{limitrange,resourcequota,endpoint} strategies set no generation.
+        "Role",
+        "ClusterRole",
+        "RoleBinding",
+        "ClusterRoleBinding",
+        "CertificateSigningRequest",
+        "APIService",
+        "LimitRange",
+        "ResourceQuota",
+        "Endpoints",
+    )
 )
+
+
+def has_generation(obj: Message) -> bool:
+    """Whether upstream's strategy for the object's kind sets metadata.generation (1 at
+    creation, bumped by spec changes); the others keep 0, which JSON leaves out."""
+    return obj.DESCRIPTOR.full_name not in _NO_GENERATION
 
 
 def _spec_bytes(obj: Message) -> bytes:
@@ -88,7 +128,7 @@ def check_update_uid(kind: Kind, stored: Message, sent: Message) -> None:
     stored_meta: types_pb2.ObjectMeta = stored.metadata  # type: ignore[attr-defined]
     if uid and uid != stored_meta.uid:
         raise Conflict(
-            f'Operation cannot be fulfilled on {kind.resource} "{stored_meta.name}": '
+            f'Operation cannot be fulfilled on {kind.qualified_resource} "{stored_meta.name}": '
             f"Precondition failed: UID in precondition: {uid}, UID in object meta: "
             f"{stored_meta.uid}"
         )

@@ -133,7 +133,9 @@ class Scenario:
         shutdown: str = DEFAULT_SHUTDOWN,
     ) -> PodBuilder:
         """A pod of this scenario: in its namespace, selecting its nodes, with requests and a
-        short simulated shutdown. `priority` goes through a PriorityClass (created on demand,
+        short simulated shutdown (`shutdown`: the kubelet's annotation; "never" for a victim
+        that ignores SIGTERM and lingers through its grace period; "" for the kubelet's
+        default, an exit at once). `priority` goes through a PriorityClass (created on demand,
         as Priority admission wants), `never` makes its preemptionPolicy Never."""
         b = make_pod(name).namespace(self.ns).node_selector({SCENARIO_LABEL: self.ns})
         req = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v}

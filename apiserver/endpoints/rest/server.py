@@ -30,6 +30,7 @@ from apiserver.endpoints.rest import (
     protobuf,
     scale,
     status,
+    streams,
     token,
 )
 from apiserver.endpoints.rest.discovery import OtherResource
@@ -269,6 +270,10 @@ class RestApi:
                 pod = await self._get(t)
                 assert isinstance(pod, types_pb2.Pod)
                 return await logs.serve(request, self._service, pod, self._now())
+            if sub in subresources.STREAMS:
+                pod = await self._get(t)
+                assert isinstance(pod, types_pb2.Pod)
+                return await streams.serve(request, pod, sub.name)
             if m == "POST":
                 return await self._pod_action(request, t)
         if m == "GET":

@@ -23,17 +23,22 @@ def failure(err: ApiError) -> JSONObject:
         "reason": err.reason,
         "code": err.code,
     }
+    details: JSONObject = {}
+    if err.subject is not None:
+        # upstream's StatusDetails: name, group (omitted when empty), kind
+        details["name"] = err.subject.name
+        if err.subject.group:
+            details["group"] = err.subject.group
+        details["kind"] = err.subject.kind
     if err.causes:
-        body["details"] = {
-            "causes": [
-                {"reason": "FieldValueInvalid", "message": c.message, "field": c.field}
-                for c in err.causes
-            ]
-        }
+        details["causes"] = [
+            {"reason": "FieldValueInvalid", "message": c.message, "field": c.field}
+            for c in err.causes
+        ]
     if retry_after(err):
-        details = body.setdefault("details", {})
-        assert isinstance(details, dict)
         details["retryAfterSeconds"] = retry_after(err)
+    if details:
+        body["details"] = details
     return body
 
 

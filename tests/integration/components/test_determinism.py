@@ -24,6 +24,7 @@ from kemu.machinery.virtual_time import ClockMode
 from kemu.testing.builders import PriorityClassBuilder, make_pod
 from kemu.testing.cluster import Cluster
 from kemu.testing.digest import RunRecorder
+from kemu.testing.scenarios import SHUTDOWN_ANNOTATION
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -57,7 +58,9 @@ async def _run(root: Path, *, high_after: float) -> RunRecorder:
                 await client.create(PriorityClassBuilder("low", 10).obj())
                 await client.create(PriorityClassBuilder("high", 1000).obj())
                 for i in range(3):
+                    # The victim ignores SIGTERM and lingers through its 30 s grace period.
                     low = make_pod(f"low-{i}").namespace("default").req(cpu="1500m")
+                    low.annotation(SHUTDOWN_ANNOTATION, "never")
                     await client.create(low.priority_class("low").obj())
                     await client.advance_clock(0)
                 await client.advance_clock(high_after)

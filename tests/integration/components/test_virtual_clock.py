@@ -23,6 +23,8 @@ from kemu.testing.namespaces import create_namespace
 from kemu.testing.processes import ProcessStartError, python_env, run_python_module
 from tests.integration.autoscaler.autoscaler_env import open_clients
 
+SHUTDOWN = "kubelet.kemu.io/shutdown-duration"
+
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
 START = "2031-01-02T03:04:05Z"
@@ -89,7 +91,8 @@ async def test_at_rate_10_a_pods_30s_grace_period_passes_in_virtual_time(
         await client.set_clock_rate(10)
         ns = await create_namespace(client, "grace")
         name = unique_name("p")
-        await client.create(make_pod(name).namespace(ns).obj())
+        # (its container ignores SIGTERM: it lingers through the whole grace period)
+        await client.create(make_pod(name).namespace(ns).annotation(SHUTDOWN, "never").obj())
 
         await eventually(lambda: _running(client, name, ns), timeout=20)
         asked = (await client.clock_status()).now
@@ -253,7 +256,8 @@ async def test_at_rate_max_time_jumps_to_each_timer_and_a_grace_period_passes(
         assert shown["rate"] == "max"
         ns = await create_namespace(client, "max")
         name = unique_name("p")
-        await client.create(make_pod(name).namespace(ns).obj())
+        # (its container ignores SIGTERM: it lingers through the whole grace period)
+        await client.create(make_pod(name).namespace(ns).annotation(SHUTDOWN, "never").obj())
 
         await eventually(lambda: _running(client, name, ns), timeout=20)
         deleting = await client.delete(types_pb2.Pod, name, ns)

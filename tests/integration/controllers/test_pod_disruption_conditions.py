@@ -215,7 +215,7 @@ async def _user_deleted_victim_on_the_nominated_node(r: Recorded, variant: Varia
     terminating) and X (prio 1, cpu 2). P (prio 100, cpu 4) is created nominated to n."""
     s = r.s
     await s.nodes("n", cpu="4", memory="8Gi", pods="32")
-    await s.run(s.pod("v", priority=LOW, cpu="2", shutdown="").grace(STUCK_GRACE), node="n")
+    await s.run(s.pod("v", priority=LOW, cpu="2", shutdown="never").grace(STUCK_GRACE), node="n")
     await s.run(s.pod("x", priority=LOW, cpu="2"), node="n")
     await r.delete("v")
 

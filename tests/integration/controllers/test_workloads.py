@@ -354,8 +354,7 @@ async def test_recreate_never_overlaps(cluster):
             overlaps.append(f"pods of both templates exist: {sorted(images)}")
 
     async with Client(cluster.server, timeout=10.0) as c:
-        # (a 1 s grace period: the simulated containers use all of it, and the old pods must be
-        # gone before the new ones are created)
+        # (a 1 s grace period: the old pods must be gone before the new ones are created)
         await c.create(make_deployment(name).replicas(4).recreate().grace(1).obj())
         await eventually(_complete(name, c, 4), timeout=30)
         async with recording(c, name, no_overlap):

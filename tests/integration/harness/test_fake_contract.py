@@ -714,18 +714,18 @@ async def finalizer_scenario(c: ApiClient, ns: str) -> dict[str, Any]:
 
 
 FINALIZER_EXPECTED: dict[str, Any] = {
-    "delete l": _gone(True, [HOLD]),
-    "l is kept": _gone(True, [HOLD]),
-    "delete l again": _gone(True, [HOLD]),
+    "delete l": _gone(True, [HOLD], generation=0),  # a Lease has no generation
+    "l is kept": _gone(True, [HOLD], generation=0),  # a Lease has no generation
+    "delete l again": _gone(True, [HOLD], generation=0),  # a Lease has no generation
     "a second delete keeps the resourceVersion": True,
     "add a finalizer to l": (
         "Invalid",
-        'Lease "l" is invalid: metadata.finalizers: Forbidden: no new finalizers can be added '
+        'Lease.coordination.k8s.io "l" is invalid: metadata.finalizers: Forbidden: no new finalizers can be added '
         'if the object is being deleted, found new finalizers []string{"example.com/other"}',
     ),
-    "patch l's labels": _gone(True, [HOLD]),
-    "remove l's last finalizer": _gone(True, []),
-    "l is gone": ("NotFound", 'leases "l" not found'),
+    "patch l's labels": _gone(True, [HOLD], generation=0),  # a Lease has no generation
+    "remove l's last finalizer": _gone(True, [], generation=0),  # a Lease has no generation
+    "l is gone": ("NotFound", 'leases.coordination.k8s.io "l" not found'),
     "delete p in foreground": _gone(True, ["foregroundDeletion"]),
     "delete p again to orphan": _gone(True, ["orphan"]),
     "delete p sideways": (
@@ -739,12 +739,12 @@ FINALIZER_EXPECTED: dict[str, Any] = {
         "orphanDependents and deletionPropagation cannot be both set",
     ),
     "remove p's finalizer": _gone(True, []),
-    "p is gone": ("NotFound", 'poddisruptionbudgets "p" not found'),
+    "p is gone": ("NotFound", 'poddisruptionbudgets.policy "p" not found'),
     "delete q in background": _gone(False, [], generation=1),
-    "q is gone": ("NotFound", 'poddisruptionbudgets "q" not found'),
+    "q is gone": ("NotFound", 'poddisruptionbudgets.policy "q" not found'),
     "delete o with orphanDependents": _gone(True, ["orphan"]),
     "update o without finalizers": _gone(True, []),
-    "o is gone": ("NotFound", 'poddisruptionbudgets "o" not found'),
+    "o is gone": ("NotFound", 'poddisruptionbudgets.policy "o" not found'),
     "delete bound f": _gone(True, [HOLD], grace=30),
     "the kubelet deletes f": _gone(True, [HOLD]),
     "f is kept": _gone(True, [HOLD]),

@@ -171,17 +171,27 @@ async def test_the_kubelet_admits_a_pod_by_its_pod_level_requests(cluster):
 
 
 async def test_graceful_termination_follows_shutdown_and_grace_periods(cluster):
+    """S-KL-TERM-1: an ordinary pod's containers exit on SIGTERM at once (a pause or nginx
+    container does within a second): deleted with its 30 s grace period, it is gone in about
+    a second. The shutdown annotation gives a container a shutdown time of its own, or
+    `never` (it ignores SIGTERM: killed at the end of the grace period)."""
     async with Client(cluster.server, timeout=10.0) as c:
         ns = await create_namespace(c, "term")
+        await c.create(make_pod("ordinary").namespace(ns).node("n1").grace(30).obj())
         await c.create(
             make_pod("quick").namespace(ns).node("n1").grace(20).annotation(SHUTDOWN, "2s").obj()
         )
         await c.create(
             make_pod("stubborn").namespace(ns).node("n1").grace(3).annotation(SHUTDOWN, "30s").obj()
         )
-        await c.create(make_pod("forced").namespace(ns).node("n1").grace(30).obj())
-        for name in ("quick", "stubborn", "forced"):
+        forced = make_pod("forced").namespace(ns).node("n1").grace(30)
+        await c.create(forced.annotation(SHUTDOWN, "never").obj())
+        for name in ("ordinary", "quick", "stubborn", "forced"):
             await eventually(functools.partial(_running, c, ns, name), timeout=10)
+
+        await c.delete(types_pb2.Pod, "ordinary", ns)
+        took = await _gone_after(c, ns, "ordinary", within=10)
+        assert took <= 2, f"ordinary went after {took:.2f}s"
 
         await c.delete(types_pb2.Pod, "quick", ns)
         took = await _gone_after(c, ns, "quick", within=10)

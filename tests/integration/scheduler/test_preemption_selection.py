@@ -440,7 +440,7 @@ async def test_s_pre_14_lower_priority_nominations_on_the_target_node_are_cleare
         lows = [f"low-{i}" for i in range(1, 5)]
         for name in lows:
             await s.run(
-                s.pod(name, priority=LOW, cpu="1", shutdown="")
+                s.pod(name, priority=LOW, cpu="1", shutdown="never")
                 .grace(STUCK_GRACE)
                 .scheduler_name(scheduler),
                 node="node",
@@ -477,7 +477,7 @@ async def test_s_pre_15_second_preemption_not_needed(cluster: Cluster, scheduler
         s = r.s
         await s.nodes("node", cpu="2", memory="8Gi", pods="32")
         await s.run(
-            s.pod("low", priority=LOW, cpu="1", shutdown="").grace(STUCK_GRACE), node="node"
+            s.pod("low", priority=LOW, cpu="1", shutdown="never").grace(STUCK_GRACE), node="node"
         )
         await s.create(s.pod("medium", priority=MEDIUM, cpu="2").scheduler_name(scheduler))
         await s.wait_nominated("medium", "node", timeout=TIMEOUT)
@@ -514,7 +514,7 @@ async def test_s_pre_15_nominated_node_deleted(
                 "taint-node", cpu="1", memory="8Gi", pods="32", taints="kemu.io/taint=x:NoSchedule"
             )
         await s.run(
-            s.pod("low", priority=LOW, cpu="1", shutdown="").grace(STUCK_GRACE), node="node"
+            s.pod("low", priority=LOW, cpu="1", shutdown="never").grace(STUCK_GRACE), node="node"
         )
         await s.create(s.pod("medium", priority=MEDIUM, cpu="1").scheduler_name(scheduler))
         await s.wait_nominated("medium", "node", timeout=TIMEOUT)
@@ -678,7 +678,7 @@ async def _graceful_setup(s: Scenario, scheduler: str) -> None:
     (no requests, prio 1000) whose deletion retries P. P (prio 100, cpu 4) preempts V on n
     (lowest highest-priority victim)."""
     await s.nodes("n", "n2", cpu="4", memory="8Gi", pods="32")
-    await s.run(s.pod("v", priority=1, cpu="4", shutdown="").grace(GRACE), node="n")
+    await s.run(s.pod("v", priority=1, cpu="4", shutdown="never").grace(GRACE), node="n")
     await s.run(s.pod("w", priority=2, cpu="4"), node="n2")
     await s.run(s.pod("churn", priority=1000), node="n2")
     await s.create(s.pod("p", priority=100, cpu="4").scheduler_name(scheduler))
@@ -737,7 +737,7 @@ async def test_s_pre_17_terminating_for_another_reason_does_not_block(
     async with scenario(cluster, "s-pre-17") as r:
         s = r.s
         await s.nodes("n", cpu="4", memory="8Gi", pods="32")
-        await s.run(s.pod("v", priority=1, cpu="2", shutdown="").grace(GRACE), node="n")
+        await s.run(s.pod("v", priority=1, cpu="2", shutdown="never").grace(GRACE), node="n")
         await s.run(s.pod("x", priority=1, cpu="2"), node="n")
         await r.delete("v")
         await wait_terminating(s, "v")

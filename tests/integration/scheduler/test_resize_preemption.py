@@ -389,7 +389,7 @@ class Rpe:
         )
         name = f"canary-{value}"
         pod = (
-            self.s.pod(name, shutdown="")
+            self.s.pod(name, shutdown="never")
             .scheduler_name(canary_profile(self.scheduler))
             .node_selector({SYNC_LABEL: value})
         )

@@ -142,7 +142,7 @@ async def test_create_fails_on_an_existing_object_with_the_server_message(pod_fi
     assert result.rc == 1
     assert result.err.splitlines() == [
         f'error: error when creating "{pod_file}": pods "web" already exists',
-        f'error: error when creating "{pod_file}": priorityclasses "high" already exists',
+        f'error: error when creating "{pod_file}": priorityclasses.scheduling.k8s.io "high" already exists',
     ]
 
 

@@ -364,3 +364,134 @@ def test_describe_pod_shows_its_resource_claims() -> None:
     ]
     claims = lines[lines.index("Claims:") :][1:3]
     assert claims == ["gpu/big", "shared"]
+
+
+# ---------------------------------------------------------------- kubectl's layouts (issue 57)
+
+
+async def test_describe_configmap_in_kubectls_layout() -> None:
+    cm = types_pb2.ConfigMap(
+        metadata=types_pb2.ObjectMeta(name="cfg", namespace="default"),
+        data={"b": "two", "a": "one"},
+        binary_data={"bin": b"\x00\x01\x02"},
+    )
+    result = await ctl(fake(cm), "describe", "configmap", "cfg")
+    assert result.out.splitlines() == [
+        "Name:         cfg",
+        "Namespace:    default",
+        "Labels:       <none>",
+        "Annotations:  <none>",
+        "",
+        "Data",
+        "====",
+        "a:",
+        "----",
+        "one",
+        "",
+        "b:",
+        "----",
+        "two",
+        "",
+        "",
+        "BinaryData",
+        "====",
+        "bin: 3 bytes",
+        "",
+        "Events:  <none>",
+    ]
+
+
+async def test_describe_pv_and_pvc_in_kubectls_layout() -> None:
+    pv = types_pb2.PersistentVolume(metadata=types_pb2.ObjectMeta(name="pv1"))
+    pv.metadata.finalizers.append("kubernetes.io/pv-protection")
+    pv.spec.capacity["storage"] = "10Gi"
+    pv.spec.access_modes.extend(["ReadWriteOnce", "ReadWriteMany"])
+    pv.spec.persistent_volume_reclaim_policy = "Retain"
+    pv.spec.storage_class_name = "standard"
+    pv.spec.claim_ref.namespace, pv.spec.claim_ref.name = "default", "data"
+    pv.spec.host_path.path = "/mnt/data"
+    term = pv.spec.node_affinity.required.node_selector_terms.add()
+    term.match_expressions.add(key="kubernetes.io/hostname", operator="In", values=["n1"])
+    pv.status.phase = "Bound"
+    pvc = types_pb2.PersistentVolumeClaim(
+        metadata=types_pb2.ObjectMeta(name="data", namespace="default")
+    )
+    pvc.spec.volume_name = "pv1"
+    pvc.spec.storage_class_name = "standard"
+    pvc.status.phase = "Bound"
+    pvc.status.capacity["storage"] = "10Gi"
+    pvc.status.access_modes.append("ReadWriteOnce")
+    user = make_pod("app").obj()
+    user.spec.volumes.add(name="d").persistent_volume_claim.claim_name = "data"
+    client = fake(pv, pvc, user)
+
+    out = (await ctl(client, "describe", "pv", "pv1")).out.splitlines()
+    assert out == [
+        "Name:              pv1",
+        "Labels:            <none>",
+        "Annotations:       <none>",
+        "Finalizers:        [kubernetes.io/pv-protection]",
+        "StorageClass:      standard",
+        "Status:            Bound",
+        "Claim:             default/data",
+        "Reclaim Policy:    Retain",
+        "Access Modes:      RWO,RWX",
+        "Capacity:          10Gi",
+        "Node Affinity:",
+        "  Required Terms:",
+        "    Term 0:        kubernetes.io/hostname in [n1]",
+        "Message:",
+        "Source:",
+        "    Type:          HostPath (bare host directory volume)",
+        "    Path:          /mnt/data",
+        "    HostPathType:",
+        "Events:            <none>",
+    ]
+    out = (await ctl(client, "describe", "pvc", "data")).out.splitlines()
+    assert out[:10] == [
+        "Name:          data",
+        "Namespace:     default",
+        "StorageClass:  standard",
+        "Status:        Bound",
+        "Volume:        pv1",
+        "Labels:        <none>",
+        "Annotations:   <none>",
+        "Finalizers:    []",
+        "Capacity:      10Gi",
+        "Access Modes:  RWO",
+    ]
+    assert out[10:] == ["Used By:       app", "Events:        <none>"]
+
+
+async def test_describe_service_in_kubectls_layout() -> None:
+    svc = types_pb2.Service(metadata=types_pb2.ObjectMeta(name="web", namespace="default"))
+    svc.spec.selector["app"] = "web"
+    svc.spec.type = "ClusterIP"
+    svc.spec.ip_family_policy = "SingleStack"
+    svc.spec.ip_families.append("IPv4")
+    svc.spec.cluster_ip = "10.96.0.10"
+    svc.spec.cluster_ips.append("10.96.0.10")
+    svc.spec.ports.add(protocol="TCP", port=80).target_port.int_val = 8080
+    svc.spec.session_affinity = "None"
+    svc.spec.internal_traffic_policy = "Cluster"
+    pod = make_pod("web-1").label("app", "web").condition("Ready").obj()
+    pod.status.pod_ip = "10.244.0.5"
+    out = (await ctl(fake(svc, pod), "describe", "service", "web")).out.splitlines()
+    assert out == [
+        "Name:                     web",
+        "Namespace:                default",
+        "Labels:                   <none>",
+        "Annotations:              <none>",
+        "Selector:                 app=web",
+        "Type:                     ClusterIP",
+        "IP Family Policy:         SingleStack",
+        "IP Families:              IPv4",
+        "IP:                       10.96.0.10",
+        "IPs:                      10.96.0.10",
+        "Port:                     <unset>  80/TCP",
+        "TargetPort:               8080/TCP",
+        "Endpoints:                10.244.0.5:8080",
+        "Session Affinity:         None",
+        "Internal Traffic Policy:  Cluster",
+        "Events:                   <none>",
+    ]

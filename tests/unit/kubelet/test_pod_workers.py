@@ -18,6 +18,7 @@ from kubelet.runtime import PodState
 from kubelet.settings import PodWorkerOptions
 
 from .helpers import ALLOCATABLE, Env, advance, running_workers, wait_running
+from .test_allocation import Recorder
 
 pytestmark = pytest.mark.anyio
 
@@ -229,9 +230,32 @@ async def test_shutdown_30s_with_grace_3s_is_killed_after_3s():
         assert len(delete) >= 2
 
 
+async def test_an_ordinary_pod_exits_on_sigterm_at_once_with_the_kubelets_events():
+    """S-KL-TERM-2, S-KL-EVT-1: without the shutdown annotation a pod's containers exit 0 on
+    SIGTERM at once (a pause or nginx container does within a second), whatever its grace
+    period; the kubelet records Pulled, Created and Started as they start and Killing at the
+    SIGTERM, with upstream's messages."""
+    clock = FakeClock()
+    fake = FakeClient(clock=clock)
+    recorder = Recorder(fake, clock)
+    async with running_workers(fake=fake, clock=clock, recorder=recorder) as env:
+        await start_running(env, "p")
+        await env.mark_deleted("p", 30)
+        await _deleted_within(env, "p", 0, 0.15)
+        (cs,) = env.last_status_write().status.container_statuses
+        assert cs.state.terminated.exit_code == 0
+        c = make_pod("p").obj().spec.containers[0]
+        assert [(r, m) for n, _, r, m in recorder.events if n == "p"] == [
+            ("Pulled", f'Container image "{c.image}" already present on machine'),
+            ("Created", f"Created container: {c.name}"),
+            ("Started", f"Started container {c.name}"),
+            ("Killing", f"Stopping container {c.name}"),
+        ]
+
+
 async def test_a_later_shorter_grace_period_replaces_the_deadline():
     async with running_workers() as env:
-        await start_running(env, "p")  # ignores SIGTERM: lives its whole grace period
+        await start_running(env, "p", shutdown_duration="never")  # lives its grace period
         await env.mark_deleted("p", 20)
         await advance(env.clock, 2)
         await env.mark_deleted("p", 3)
@@ -240,7 +264,7 @@ async def test_a_later_shorter_grace_period_replaces_the_deadline():
 
 async def test_a_second_delete_with_grace_0_ends_it_now():
     async with running_workers() as env:
-        await start_running(env, "p", cpu="4")
+        await start_running(env, "p", cpu="4", shutdown_duration="never")
         await env.mark_deleted("p", 30)
         await advance(env.clock, 1)
         assert env.node().runtimes[next(iter(env.node().runtimes))].state == PodState.TERMINATING

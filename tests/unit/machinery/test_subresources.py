@@ -16,7 +16,10 @@ PRIORITY_CLASS = BY_KIND["PriorityClass"]
 
 def test_each_kind_has_upstreams_subresources() -> None:
     names = {k: [s.name for s in subresources.of_kind(BY_KIND[k])] for k in BY_KIND}
-    assert names["Pod"] == ["status", "binding", "eviction", "resize", "log"]
+    assert names["Pod"] == [
+        *("status", "binding", "eviction", "resize", "log"),
+        *("exec", "attach", "portforward"),
+    ]
     assert names["Namespace"] == ["status", "finalize"]
     assert names["Deployment"] == ["status", "scale"]
     assert names["ReplicaSet"] == ["status", "scale"]

@@ -1,0 +1,177 @@
+"""The real kubectl (1.32) on what a new user tries first (issue 57 items 6, 7, 8): a pod
+deleted in about a second, the kubelet's events in `kubectl describe`, exec, attach, cp and
+port-forward answered by the simulated container, NotFound Status bodies with their details.
+
+One cluster for the module (etcd, apiserver with the REST edge, one kubelet). Skipped when
+kubectl is not on PATH.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+
+from kemu.testing.cluster import Cluster
+from tests.integration.cli.kubectl_env import KUBECTL, Kubectl
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed (not on PATH)"),
+]
+NODE = "n1"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with Cluster(tmp_path_factory.mktemp("fidelity")) as c:
+        c.start_etcd(unsafe_no_fsync=True)
+        c.start_apiserver(rest=True)
+        c.start_kubelet(NODE, extra_args=["--pod-startup-delay", "100ms"])
+        c.write_kubeconfig()
+        yield c
+
+
+@pytest.fixture(scope="module")
+def kubectl(cluster: Cluster) -> Kubectl:
+    return Kubectl(cluster)
+
+
+@pytest.fixture(scope="module")
+def running(kubectl: Kubectl) -> tuple[str, str]:
+    """A running nginx pod: (namespace, name)."""
+    ns = kubectl.namespace("fidelity")
+    manifest = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "web", "namespace": ns},
+        "spec": {"nodeName": NODE, "containers": [{"name": "nginx", "image": "nginx:1.27"}]},
+    }
+    kubectl.run("apply", "-f", "-", stdin=json.dumps(manifest))
+    kubectl.run("wait", "--for=condition=Ready", "pod/web", "-n", ns, "--timeout=20s")
+    return ns, "web"
+
+
+def test_s_kl_term_3_kubectl_delete_pod_takes_about_a_second(kubectl: Kubectl) -> None:
+    """S-KL-TERM-3: an ordinary pod's containers exit on SIGTERM at once, so `kubectl delete
+    pod` (which waits until the pod is gone) returns well within its 30 s grace period."""
+    ns = kubectl.namespace("delete")
+    manifest = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": ns},
+        "spec": {"nodeName": NODE, "containers": [{"name": "c", "image": "nginx:1.27"}]},
+    }
+    kubectl.run("apply", "-f", "-", stdin=json.dumps(manifest))
+    kubectl.run("wait", "--for=condition=Ready", "pod/p", "-n", ns, "--timeout=20s")
+    start = time.monotonic()
+    out = kubectl.run("delete", "pod", "p", "-n", ns, timeout=30).stdout
+    took = time.monotonic() - start
+    assert 'pod "p" deleted' in out
+    assert took < 3, f"kubectl delete pod took {took:.2f}s"
+
+
+def test_s_kl_evt_3_describe_and_get_events_show_the_kubelets_events(
+    kubectl: Kubectl, running: tuple[str, str]
+) -> None:
+    """S-KL-EVT-3: Pulled, Created and Started, upstream's reasons and messages."""
+    ns, name = running
+    want = [
+        ("Pulled", 'Container image "nginx:1.27" already present on machine'),
+        ("Created", "Created container: nginx"),
+        ("Started", "Started container nginx"),
+    ]
+    deadline = time.monotonic() + 10
+    while True:
+        events = kubectl.json("get", "events", "-n", ns)["items"]
+        seen = [
+            (e["reason"], e["message"]) for e in events if e["source"]["component"] == "kubelet"
+        ]
+        if all(w in seen for w in want) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert all(w in seen for w in want), seen
+    described = kubectl.run("describe", "pod", name, "-n", ns).stdout
+    for reason, message in want:
+        assert reason in described and message in described, described
+
+
+def test_s_api_exec_1_exec_answers_with_an_exit_code_and_a_line(
+    kubectl: Kubectl, running: tuple[str, str]
+) -> None:
+    """S-API-EXEC-1: `kubectl exec` upgrades to WebSocket (v5.channel.k8s.io); the simulated
+    container says it runs no process and the command ends with exit code 126, which kubectl
+    reports and exits with."""
+    ns, name = running
+    proc = kubectl.run("exec", name, "-n", ns, "--", "ls", "/", check=False, timeout=15)
+    assert proc.returncode == 126, (proc.returncode, proc.stderr)
+    assert "is simulated and runs no process" in proc.stderr
+    assert "command terminated with exit code 126" in proc.stderr
+
+
+def test_s_api_exec_2_attach_and_cp_answer_likewise(
+    kubectl: Kubectl, running: tuple[str, str]
+) -> None:
+    ns, name = running
+    proc = kubectl.run("attach", name, "-n", ns, check=False, timeout=15)
+    assert proc.returncode != 0
+    assert "is simulated and runs no process" in proc.stderr, proc.stderr
+    proc = kubectl.run("cp", f"{ns}/{name}:/etc/hosts", "/tmp/kemu-cp-out", check=False, timeout=15)
+    assert proc.returncode != 0
+    assert "runs no process" in proc.stderr or "exit code 126" in proc.stderr, proc.stderr
+
+
+def test_s_api_exec_3_port_forward_ends_with_a_clear_message(
+    kubectl: Kubectl, running: tuple[str, str]
+) -> None:
+    """S-API-EXEC-3: nothing listens in a simulated container: port-forward ends at once with
+    a message saying so (kubectl: `error upgrading connection: ...`), it does not hang."""
+    ns, name = running
+    try:
+        proc = kubectl.run("port-forward", f"pod/{name}", "-n", ns, ":80", check=False, timeout=15)
+    except subprocess.TimeoutExpired:
+        pytest.fail("kubectl port-forward hung")
+    assert proc.returncode != 0
+    assert "nothing listens on any port" in proc.stderr, proc.stderr
+
+
+def test_s_api_exec_4_a_missing_pod_or_container_is_upstreams_error(
+    kubectl: Kubectl, running: tuple[str, str]
+) -> None:
+    ns, name = running
+    proc = kubectl.run("exec", "nope", "-n", ns, "--", "ls", check=False, timeout=15)
+    assert proc.returncode == 1
+    assert 'pods "nope" not found' in proc.stderr
+    proc = kubectl.run("exec", name, "-n", ns, "-c", "x", "--", "ls", check=False, timeout=15)
+    assert proc.returncode == 1
+    assert "container x not found in pod web" in proc.stderr or "not valid" in proc.stderr
+
+
+def _status_of(cluster: Cluster, path: str) -> tuple[int, dict[str, object]]:
+    """The HTTP code and Status body of a GET of `path` on the REST edge."""
+    try:
+        with urllib.request.urlopen(cluster.rest_url + path, timeout=10) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def test_s_api_status_1_not_found_has_details_and_the_group(
+    kubectl: Kubectl, cluster: Cluster
+) -> None:
+    """S-API-STATUS-1: upstream's NotFound names the qualified resource and carries
+    details (name, group, kind: the resource)."""
+    proc = kubectl.run("get", "deployment", "missing", "-n", "default", check=False)
+    assert 'deployments.apps "missing" not found' in proc.stderr
+    code, status = _status_of(cluster, "/apis/apps/v1/namespaces/default/deployments/missing")
+    assert code == 404
+    assert status["details"] == {"name": "missing", "group": "apps", "kind": "deployments"}
+    assert status["reason"] == "NotFound"
+    code, status = _status_of(cluster, "/api/v1/namespaces/default/configmaps/missing")
+    assert status["details"] == {"name": "missing", "kind": "configmaps"}
+    assert status["message"] == 'configmaps "missing" not found'
