@@ -1258,14 +1258,20 @@ class DynamicResources(
         """upstream isSchedulableAfterClaimChange, in its order."""
         if not isinstance(new, types_pb2.ResourceClaim):
             return QueueingHint.QUEUE
-        claims = self._pod_claims_or_none(pod)
-        if claims is None:
-            return QueueingHint.SKIP
-        if (
+        freed = (
             isinstance(old, types_pb2.ResourceClaim)
             and old.status.HasField("allocation")
             and not new.status.HasField("allocation")
-        ):
+        )
+        if not freed and not _may_be_pods_claim(pod, new):
+            # kemu: the answer below without the pod's claims looked up (this hint runs for
+            # every waiting pod on each claim event): a claim the pod cannot name is not one
+            # of its claims, so SKIP either way.
+            return QueueingHint.SKIP
+        claims = self._pod_claims_or_none(pod)
+        if claims is None:
+            return QueueingHint.SKIP
+        if freed:
             return QueueingHint.QUEUE  # devices were freed
         if all(c.metadata.uid != new.metadata.uid for c in claims):
             return QueueingHint.SKIP
@@ -1286,6 +1292,17 @@ class DynamicResources(
         except ClaimNotReady:
             return QueueingHint.SKIP
         return QueueingHint.QUEUE
+
+
+def _may_be_pods_claim(pod: types_pb2.Pod, claim: types_pb2.ResourceClaim) -> bool:
+    """Whether `claim` has a name the pod's claim entries resolve to (pod_claims looks
+    claims up by those names in the pod's namespace)."""
+    if claim.metadata.namespace != pod.metadata.namespace:
+        return False
+    name = claim.metadata.name
+    if any(ref.resource_claim_name == name for ref in pod.spec.resource_claims):
+        return True
+    return any(st.resource_claim_name == name for st in pod.status.resource_claim_statuses)
 
 
 def _seconds(args: PluginArgs, key: str, default: int) -> float:

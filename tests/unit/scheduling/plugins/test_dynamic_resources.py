@@ -518,3 +518,60 @@ def _reserved(
     out = [r.SerializeToString() for r in s.node_allocations[ni.name]]
     pl.unreserve(state, p, ni.name)
     return out
+
+
+def test_s_dra_perf_4_claim_hint_shortcut_gives_upstreams_answer() -> None:
+    """S-DRA-PERF-4: the claim queueing hint's shortcut (a claim the pod cannot name is
+    skipped before its claims are looked up) answers as upstream's order does, on random
+    pods (named and template claims, generated or not) and claim events (added, status
+    changed or not, deallocated, other namespaces and names)."""
+    import random
+
+    def reference(pl: dr.DynamicResources, p: types_pb2.Pod, old: Any, new: Any) -> Any:
+        claims = pl._pod_claims_or_none(p)
+        if claims is None:
+            return QueueingHint.SKIP
+        if old is not None and old.status.HasField("allocation"):
+            if not new.status.HasField("allocation"):
+                return QueueingHint.QUEUE
+        if all(c.metadata.uid != new.metadata.uid for c in claims):
+            return QueueingHint.SKIP
+        if old is None or old.status == new.status:
+            return QueueingHint.QUEUE if old is None else QueueingHint.SKIP
+        return QueueingHint.QUEUE
+
+    answers = set()
+    for seed in range(300):
+        rng = random.Random(seed)
+        names = ["a", "b", "p-t-1", "p-t-2"]
+        existing = [claim(n) for n in names if rng.random() < 0.7]
+        for c in existing:
+            if c.metadata.name.startswith("p-t") and rng.random() < 0.8:
+                c.metadata.owner_references.add(kind="Pod", name="p", uid="uid-p", controller=True)
+        pl, _ = plugin(dra.device_class(CLS), *existing)
+        p = pod("p", *rng.sample(["a", "b"], rng.randint(0, 2)))
+        if rng.random() < 0.6:
+            p.spec.resource_claims.add(name="t", resource_claim_template_name="tmpl")
+            if rng.random() < 0.7:
+                p.status.resource_claim_statuses.add(name="t", resource_claim_name="p-t-1")
+        new = claim(rng.choice([*names, "other"]), uid=f"uid-new-{seed}")
+        if rng.random() < 0.2:
+            new.metadata.namespace = "elsewhere"
+        for c in existing:
+            if (c.metadata.namespace, c.metadata.name) == (
+                new.metadata.namespace,
+                new.metadata.name,
+            ):
+                new.metadata.uid = c.metadata.uid
+        old = None
+        if rng.random() < 0.7:
+            old = types_pb2.ResourceClaim()
+            old.CopyFrom(new)
+            if rng.random() < 0.5:
+                old.status.allocation.devices.results.add(request="req-0", device="d")
+            if rng.random() < 0.5:
+                new.status.reserved_for.add(resource="pods", name="p", uid="uid-p")
+        got = pl.is_schedulable_after_claim_change(p, old, new)
+        assert got == reference(pl, p, old, new), seed
+        answers.add(got)
+    assert answers == {QueueingHint.QUEUE, QueueingHint.SKIP}
