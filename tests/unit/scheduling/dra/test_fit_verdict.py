@@ -195,10 +195,10 @@ _CODES = {CODE_NO_FIT: FitVerdict.NO_FIT, CODE_FITS: FitVerdict.FITS}
 
 
 @pytest.mark.parametrize("seed", range(300))
-def test_s_dra_perf_2_fit_verdicts_over_every_node_agree_with_the_per_node_check(
+def test_s_dra_perf_3_fit_verdicts_over_every_node_agree_with_the_per_node_check(
     seed: int,
 ) -> None:
-    """S-DRA-PERF-2: Allocator.fit_verdicts (every node at once, NumPy columns kept across
+    """S-DRA-PERF-3: Allocator.fit_verdicts (every node at once, NumPy columns kept across
     pods) gives each node fit_verdict's answer, as the allocated devices change between
     pods (one cache for all of them, as the scheduler's) and for a row without a node."""
     rng = random.Random(seed)

@@ -431,8 +431,8 @@ def _allocated(name: str, node_name: str, device: str) -> types_pb2.ResourceClai
     return c
 
 
-def test_s_dra_perf_3_filter_over_columns_agrees_with_filter_per_node() -> None:
-    """S-DRA-PERF-3: DynamicResources' batch Filter (filter_columns, reject_columns over the
+def test_s_dra_perf_4_filter_over_columns_agrees_with_filter_per_node() -> None:
+    """S-DRA-PERF-4: DynamicResources' batch Filter (filter_columns, reject_columns over the
     cycle's NodeColumns) on random clusters: a row it passes is one `filter` passes, a row
     it rejects gets `filter`'s Status; Reserve on a node passed only over columns allocates
     what the per-node path allocates there; for a claim and for DRAExtendedResource's
@@ -520,8 +520,8 @@ def _reserved(
     return out
 
 
-def test_s_dra_perf_4_claim_hint_shortcut_gives_upstreams_answer() -> None:
-    """S-DRA-PERF-4: the claim queueing hint's shortcut (a claim the pod cannot name is
+def test_s_dra_perf_5_claim_hint_shortcut_gives_upstreams_answer() -> None:
+    """S-DRA-PERF-5: the claim queueing hint's shortcut (a claim the pod cannot name is
     skipped before its claims are looked up) answers as upstream's order does, on random
     pods (named and template claims, generated or not) and claim events (added, status
     changed or not, deallocated, other namespaces and names)."""
