@@ -1,6 +1,7 @@
 """The structured allocator in-process: how fast a pod's claim is tried on every node.
 
     python -m bench dra_allocator [--nodes 500] [--devices 8] [--pods 400] [--no-cel]
+        [--check search|per-node|columns ...]
 
 No cluster: N nodes, each publishing one ResourceSlice of D GPUs (attributes model, index,
 driverVersion; capacity memory), a DeviceClass selecting the driver by CEL and pods with one
@@ -13,7 +14,9 @@ Reported: allocate calls per second, the Filter pass's CPU time per pod over all
 allocator's share of a scheduling cycle), the pods per second that share allows, and how many
 selector evaluations ran (kemu caches each (expression, device) result across pods; upstream
 evaluates per device per Allocate call). `--no-cel` replaces the CEL evaluator by a Python
-predicate, to tell the allocator's own cost from CEL's.
+predicate, to tell the allocator's own cost from CEL's. `--check` says how the Filter pass
+decides each node (default: the per-node fit check and the check over every node at once,
+side by side in one run, which must choose the same nodes).
 """
 
 from __future__ import annotations
@@ -23,8 +26,15 @@ import time
 from collections.abc import Sequence
 
 from kemu.api.v1 import types_pb2
-from kemu.scheduling.dra.allocator import AllocatedState, Allocator, Features, new_cel_cache
+from kemu.scheduling.dra.allocator import (
+    AllocatedState,
+    Allocator,
+    Features,
+    FitVerdict,
+    new_cel_cache,
+)
 from kemu.scheduling.dra.cel_cache import CelCache
+from kemu.scheduling.dra.fit_columns import CODE_FITS, CODE_NO_FIT
 
 DRIVER = "gpu.example.com"
 CLASS = "gpu"
@@ -75,7 +85,11 @@ def _claim(i: int) -> types_pb2.ResourceClaim:
     return c
 
 
-def run(nodes: int, devices: int, pods: int, cel: bool) -> dict[str, float]:
+def run(nodes: int, devices: int, pods: int, cel: bool, check: str = "search") -> dict[str, float]:
+    """One pass of `pods` pods; `check` is how each pod's Filter pass decides the nodes:
+    "search" (`allocate` on every node), "per-node" (Allocator.fit_verdict on every node, the
+    search where it cannot tell) or "columns" (Allocator.fit_verdicts over every node at
+    once, the search where it cannot tell); the first node that fits is allocated."""
     features = Features.all()
     node_objs = [_node(f"node-{i}") for i in range(nodes)]
     slices = [_slice(n.metadata.name, devices) for n in node_objs]
@@ -88,18 +102,44 @@ def run(nodes: int, devices: int, pods: int, cel: bool) -> dict[str, float]:
     calls = 0
     placed = 0
     first_pod = 0.0
+    chosen_nodes: list[str] = []
     start = time.process_time()
     for i in range(pods):
         t0 = time.process_time()
         alloc = Allocator(features, [_claim(i)], state, classes, slices, cache)
         chosen: list[types_pb2.AllocationResult] | None = None
-        for n in node_objs:
+        where = ""
+        if check == "columns":
+            codes = alloc.fit_verdicts(node_objs)
+            verdicts = [
+                FitVerdict.UNDECIDED if codes is None else _CODES[int(c)]
+                for c in (codes if codes is not None else [0] * len(node_objs))
+            ]
+        else:
+            verdicts = []
+        for k, n in enumerate(node_objs):
+            if check == "per-node":
+                verdict = alloc.fit_verdict(n)
+            elif check == "columns":
+                verdict = verdicts[k]
+            else:
+                verdict = FitVerdict.UNDECIDED
+            if verdict is FitVerdict.NO_FIT:
+                continue
+            if verdict is FitVerdict.FITS:
+                if chosen is None:
+                    calls += 1
+                    chosen, where = alloc.allocate(n), n.metadata.name
+                if check == "columns":
+                    break  # (the rest are decided already)
+                continue
             calls += 1
             result = alloc.allocate(n)
             if result is not None and chosen is None:
-                chosen = result
+                chosen, where = result, n.metadata.name
         if chosen is not None:
             placed += 1
+            chosen_nodes.append(where)
             for r in chosen[0].devices.results:
                 state.add_result(r)
         if i == 0:
@@ -112,7 +152,12 @@ def run(nodes: int, devices: int, pods: int, cel: bool) -> dict[str, float]:
         "first_pod_ms": 1000 * first_pod,
         "placed": placed,
         "evaluations": cache.evaluations,
+        "digest": hash(tuple(chosen_nodes)),
     }
+
+
+_CODES = {CODE_NO_FIT: FitVerdict.NO_FIT, CODE_FITS: FitVerdict.FITS}
+CHECKS = ("search", "per-node", "columns")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -121,15 +166,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--devices", type=int, default=8)
     parser.add_argument("--pods", type=int, default=400)
     parser.add_argument("--no-cel", action="store_true", help="a Python predicate, not CEL")
-    args = parser.parse_args(argv)
-    out = run(args.nodes, args.devices, args.pods, cel=not args.no_cel)
-    print(
-        f"{args.nodes} nodes x {args.devices} devices, {args.pods} pods "
-        f"({'CEL' if not args.no_cel else 'no CEL'}): "
-        f"{out['calls_per_s']:.0f} allocate calls/s, {out['ms_per_pod']:.1f} ms CPU per pod over "
-        f"all nodes ({out['pods_per_s']:.1f} pods/s), first pod {out['first_pod_ms']:.1f} ms, "
-        f"{out['placed']:.0f} placed, {out['evaluations']:.0f} selector evaluations"
+    parser.add_argument(
+        "--check",
+        action="append",
+        choices=CHECKS,
+        help="how the Filter pass decides (repeatable; default: per-node and columns, side "
+        "by side): the search on every node, Allocator.fit_verdict per node, or "
+        "Allocator.fit_verdicts over every node at once",
     )
+    args = parser.parse_args(argv)
+    digests = set()
+    for check in args.check or ["per-node", "columns"]:
+        out = run(args.nodes, args.devices, args.pods, cel=not args.no_cel, check=check)
+        digests.add(out["digest"])
+        print(
+            f"{check:>8}: {args.nodes} nodes x {args.devices} devices, {args.pods} pods "
+            f"({'CEL' if not args.no_cel else 'no CEL'}): "
+            f"{out['calls_per_s']:.0f} allocate calls/s, {out['ms_per_pod']:.2f} ms CPU per pod "
+            f"over all nodes ({out['pods_per_s']:.1f} pods/s), first pod "
+            f"{out['first_pod_ms']:.1f} ms, {out['placed']:.0f} placed, "
+            f"{out['evaluations']:.0f} selector evaluations"
+        )
+    print("the same nodes chosen" if len(digests) == 1 else "DIFFERENT nodes chosen")
     return 0
 
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Final, NamedTuple
 
+import numpy as np
 from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
 
 from kemu.api.v1 import types_pb2
@@ -54,6 +55,14 @@ from kemu.scheduling.dra.cel_cache import (
     CelRuntimeError,
 )
 from kemu.scheduling.dra.constraints import Constraint, DistinctAttribute, MatchAttribute
+from kemu.scheduling.dra.fit_columns import (
+    CODE_FITS,
+    CODE_NO_FIT,
+    CODE_UNDECIDED,
+    MAX_SHAPES,
+    Int8Array,
+    ShapeColumns,
+)
 from kemu.scheduling.dra.pools import AllocationError, FailedAllocationOnNode, Pool, node_matches
 from kemu.scheduling.dra.taints import taint_prevents_allocation
 
@@ -570,6 +579,88 @@ class Allocator:
                 return FitVerdict.NO_FIT  # later requests are never reached
             fits = fits and all_local and len(sure) - len(sure & allocated) >= wanted
         return FitVerdict.FITS if fits else FitVerdict.UNDECIDED
+
+    def fit_verdicts(self, nodes: Sequence[types_pb2.Node | None]) -> Int8Array | None:
+        """`fit_verdict` for every node of `nodes` at once (one row each; a row without a
+        node is undecided), as codes (fit_columns.CODE_NO_FIT, CODE_FITS, CODE_UNDECIDED);
+        None when the claims' shape is not one it decides (every row undecided). The nodes'
+        entries are kept per request shape across pods while the nodes and slices are the
+        same objects (kemu.scheduling.dra.fit_columns); what changes between pods, the
+        allocated devices, is a mask, and each count per row a bincount."""
+        shape = self._fit_shape()
+        if shape is None:
+            return None
+        requests, single = shape
+        cache = self.cel_cache
+        devices = cache.device_mask
+        if devices.clear_if_large():
+            cache.fit_columns.clear()
+        columns = [self._shape_columns(nodes, p, key) for p, key in requests]
+        allocated = devices.allocated(self.allocated.allocated_devices)
+        n = len(nodes)
+        out: Int8Array = np.full(n, CODE_UNDECIDED, dtype=np.int8)
+        open_ = np.ones(n, dtype=np.bool_)
+        fits = np.full(n, single, dtype=np.bool_)
+        for (p, _), col in zip(requests, columns, strict=True):
+            wanted = p.request.count
+            open_ &= col.valid  # no entry: undecided
+            if len(col.unknown[0]):
+                open_ &= col.free(col.unknown, allocated, n) == 0  # the search could err
+            no_fit = open_ & (col.free(col.selectable, allocated, n) < wanted)
+            out[no_fit] = CODE_NO_FIT  # later requests are never reached
+            open_ &= ~no_fit
+            if single:
+                fits &= col.all_local & (col.free(col.sure, allocated, n) >= wanted)
+        if single:
+            out[open_ & fits] = CODE_FITS
+        return out
+
+    def _shape_columns(
+        self, nodes: Sequence[types_pb2.Node | None], p: _Prepared, key: object
+    ) -> ShapeColumns:
+        """The request shape's entries over `nodes` (kept while the same objects)."""
+        kept = self.cel_cache.fit_columns
+        found = kept.get(key)
+        if (
+            isinstance(found, ShapeColumns)
+            and found.slices is self._all_slices
+            and _same_objects(found.nodes, tuple(nodes))
+        ):
+            return found
+        built = ShapeColumns.build(
+            nodes,
+            self._all_slices,
+            [self._node_entry(node, p, key) if node is not None else None for node in nodes],
+            self.cel_cache.device_mask,
+        )
+        if len(kept) >= MAX_SHAPES:
+            kept.clear()
+        kept[key] = built
+        return built
+
+    def _node_entry(self, node: types_pb2.Node, p: _Prepared, key: object) -> _FitEntry | None:
+        """fit_verdict's entry of `node` for the request (None: undecided there)."""
+        name = node.metadata.name
+        on_node = self._slices_on_node.get(name)
+        context = (node, on_node, self._slices_shared, self._all_slices)
+        entries = self.cel_cache.fit_entries
+        found = entries.get((name, key))
+        if found is not None and _same_objects(found[0], context):
+            return found[1]  # type: ignore[return-value]
+        try:
+            pools = self.cel_cache.pools.gather(
+                (on_node or []) + self._slices_shared,
+                node,
+                partitionable_devices=self.features.partitionable_devices,
+                all_slices=self._all_slices,
+            )
+        except AllocationError:
+            return None
+        entry = self._fit_entry(pools, p)
+        if len(entries) >= MAX_FIT_ENTRIES:
+            entries.clear()
+        entries[(name, key)] = (context, entry)
+        return entry
 
     def _fit_shape(self) -> tuple[tuple[tuple[_Prepared, object], ...], bool] | None:
         """The requests when every claim's are of the shape fit_verdict decides, with whether

@@ -21,6 +21,7 @@ from typing import Final, Protocol
 from kemu.api.v1 import types_pb2
 from kemu.machinery import dra_cel
 from kemu.machinery.errors import Invalid
+from kemu.scheduling.dra.fit_columns import DeviceMask
 from kemu.scheduling.dra.pools import PoolCache
 
 
@@ -116,6 +117,10 @@ class CelCache:
         # gathered pools are the same list (PoolCache keeps it while nothing changes).
         self.fit_entries: dict[tuple[str, object], tuple[object, object]] = {}
         self.fit_keys: dict[object, object] = {}  # fit_entries' request shapes -> a token
+        # The same over a node list at once (Allocator.fit_verdicts): per request shape's
+        # token, its entries as columns; the device indices and the allocated mask.
+        self.fit_columns: dict[object, object] = {}
+        self.device_mask = DeviceMask()
         # The last Allocator's slices split by node (read-only for the Allocators sharing it).
         self.slice_partition: (
             tuple[

@@ -56,10 +56,11 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final
 
+import numpy as np
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from kemu.api.v1 import types_pb2
@@ -85,6 +86,8 @@ from kemu.machinery.resourceclaim import (
     pod_claim_name_or_none,
 )
 from kemu.machinery.resources import amount
+from kemu.scheduling.arrays import BoolArray, IntArray
+from kemu.scheduling.columns import NodeColumns
 from kemu.scheduling.dra.allocator import (
     AllocatedState,
     AllocationError,
@@ -93,6 +96,7 @@ from kemu.scheduling.dra.allocator import (
     FitVerdict,
     new_cel_cache,
 )
+from kemu.scheduling.dra.fit_columns import CODE_FITS, CODE_NO_FIT, CODE_UNDECIDED, Int8Array
 from kemu.scheduling.dra.pools import FailedAllocationOnNode
 from kemu.scheduling.dra.taints import TaintedSlices
 from kemu.scheduling.dra_manager import DraManager
@@ -165,6 +169,36 @@ MSG_STALE_EXTENDED_CLAIM: Final = "cannot schedule extended resource claim"
 MSG_EXTENDED_CLAIM_DELETED: Final = "deletion of ResourceClaim completed"
 
 
+# A node the fit check passed: the node, the allocator that passed it, the node's special claim.
+_Fit = tuple[types_pb2.Node, Allocator, types_pb2.ResourceClaim | None]
+
+
+@dataclass(slots=True, frozen=True)
+class _ColumnFit:
+    """The fit check over every row of the cycle's node columns (Allocator.fit_verdicts'
+    codes; fit_columns.CODE_UNDECIDED where Filter decides per node), the node objects it
+    saw, the allocator and the special claim it checked (None: no claim to allocate, every
+    row passes)."""
+
+    codes: Int8Array
+    nodes: list[types_pb2.Node | None]
+    allocator: Allocator | None
+    claim: types_pb2.ResourceClaim | None
+
+    def fit(self, columns: NodeColumns, node_name: str) -> _Fit | None:
+        """The node passed over columns: what Reserve allocates with."""
+        if self.allocator is None:
+            return None
+        row = columns.row_of.get(node_name)
+        nodes = self.nodes
+        node = nodes[row] if row is not None and row < len(nodes) else None
+        if node is None or node.metadata.name != node_name:
+            return None
+        if int(self.codes[row]) != CODE_FITS:
+            return None
+        return node, self.allocator, self.claim
+
+
 class ClaimNotReady(Exception):
     """A claim of the pod that keeps it from scheduling now (upstream foreachPodResourceClaim's
     errors, bindClaim's); the message is upstream's."""
@@ -181,9 +215,13 @@ class _State:
     allocator: Allocator | None = None
     unavailable: set[int] = field(default_factory=set)
     node_allocations: dict[str, list[types_pb2.AllocationResult]] = field(default_factory=dict)
-    # Nodes the allocator's fit check passed (FitVerdict.FITS): their allocation is computed
-    # in Reserve, for the chosen node only (the same result Filter's run would have given).
-    fitting_nodes: dict[str, types_pb2.Node] = field(default_factory=dict)
+    # Nodes the allocator's fit check passed (FitVerdict.FITS), with that allocator and the
+    # node's special claim (DRAExtendedResource) if any: their allocation is computed in
+    # Reserve, for the chosen node only (the same result Filter's run would have given).
+    fitting_nodes: dict[str, _Fit] = field(default_factory=dict)
+    # The fit check over the cycle's node columns (filter_columns), once per cycle; None
+    # when the plugin has no batch form for the pod.
+    column_fit: tuple[NodeColumns, _ColumnFit | None] | None = None
     # Reserve's allocations (claim index -> result), published by PreBind.
     allocations: dict[int, types_pb2.AllocationResult] = field(default_factory=dict)
     # Preemption's dry run (DRAPreemption): the claims its removed pods release (UIDs), the
@@ -199,6 +237,12 @@ class _State:
     extended_classes: dict[str, str] = field(default_factory=dict)
     node_extended: dict[str, types_pb2.ResourceClaim] = field(default_factory=dict)
     extended_allocation: types_pb2.AllocationResult | None = None
+    # The special claim and its allocator per set of backed resources DRA must supply on a
+    # node, and the released claims (the same on every node needing that set).
+    extended_allocators: dict[
+        tuple[frozenset[str], tuple[tuple[str, str], ...]],
+        tuple[types_pb2.ResourceClaim, Allocator],
+    ] = field(default_factory=dict)
 
     def clone(self) -> _State:
         """Shared, as upstream's pointer, but for what the dry run changes."""
@@ -466,21 +510,35 @@ class DynamicResources(
                 return c
         return None
 
-    def _node_extended_claim(
-        self, s: _State, pod: types_pb2.Pod, node: NodeInfo
-    ) -> types_pb2.ResourceClaim | None:
-        """The special claim with the requests DRA must supply on `node`: the backed
-        resources the node's allocatable does not have (a device plugin's count there
-        satisfies them: NodeResourcesFit's); None when there are none (upstream
-        filterExtendedResources, createDeviceRequests)."""
+    def _extended_for(
+        self, s: _State, pod: types_pb2.Pod, alloc: Mapping[str, int]
+    ) -> tuple[types_pb2.ResourceClaim, Allocator] | None:
+        """The special claim with the requests DRA must supply on a node of allocatable
+        scalars `alloc`: the backed resources the node's allocatable does not have (a
+        device plugin's count there satisfies them: NodeResourcesFit's); None when there
+        are none (upstream filterExtendedResources, createDeviceRequests). With the
+        allocator over the pod's claims and it: both the same on every node needing the
+        same resources (kemu: built once per cycle for them, not per node)."""
         if s.extended is None:
             return None
-        alloc = node.allocatable.scalar
         needed = {r: c for r, c in s.extended_classes.items() if alloc.get(r, 0) <= 0}
         if not needed:
             return None
+        key = (frozenset(s.released), tuple(sorted(needed.items())))
+        found = s.extended_allocators.get(key)
+        if found is None:
+            claim = self._node_extended_claim(s.extended, pod, needed)
+            found = claim, self._new_allocator(s, key[0], (claim,))
+            s.extended_allocators[key] = found
+        return found
+
+    @staticmethod
+    def _node_extended_claim(
+        extended: types_pb2.ResourceClaim, pod: types_pb2.Pod, needed: Mapping[str, str]
+    ) -> types_pb2.ResourceClaim:
+        """The special claim with a request per container for each resource of `needed`."""
         out = types_pb2.ResourceClaim()
-        out.CopyFrom(s.extended)
+        out.CopyFrom(extended)
         containers = [*pod.spec.init_containers, *pod.spec.containers]
         requests: list[types_pb2.DeviceRequest] = []
         for i, c in enumerate(containers):
@@ -634,12 +692,12 @@ class DynamicResources(
         n = node.node
         if n is None:
             return as_error("node not found")
-        node_claim = None
+        extended = None
         if s.extended is not None:
             if s.extended.spec.devices.requests:
                 # Left from an earlier cycle: PostFilter deletes it, the next cycle starts anew.
                 return unresolvable(MSG_STALE_EXTENDED_CLAIM)
-            node_claim = self._node_extended_claim(s, pod, node)
+            extended = self._extended_for(s, pod, node.allocatable.scalar)
         unavailable: list[int] = []
         now = self.handle.clock.now()
         for i, claim in enumerate(s.claims):
@@ -650,22 +708,22 @@ class DynamicResources(
                 unavailable.append(i)
             elif self.binding_conditions and self._binding_gone_wrong(claim, now):
                 unavailable.append(i)
-        if node_claim is not None:
-            allocator: Allocator | None = self._new_allocator(
-                s, frozenset(s.released), (node_claim,)
-            )
+        node_claim: types_pb2.ResourceClaim | None = None
+        allocator: Allocator | None
+        if extended is not None:
+            node_claim, allocator = extended
         else:
             allocator = self._allocator_for(s) if s.to_allocate else None
         if allocator is not None and not unavailable:
             # kemu: the allocator's cheap check first (Allocator.fit_verdict; upstream runs the
             # search on every node): the same verdict, the search only where it cannot tell.
-            # A node that fits is allocated in Reserve by the cycle's own allocator, so only
-            # that allocator's FITS is taken (not a dry run's nor the special claim's).
+            # A node that fits is allocated in Reserve by the allocator that passed it (with
+            # the node's special claim), so a dry run's FITS (claims released) is not taken.
             verdict = allocator.fit_verdict(n)
             if verdict is FitVerdict.NO_FIT:
                 return self._cannot_allocate
-            if verdict is FitVerdict.FITS and allocator is s.allocator:
-                s.fitting_nodes[node.name] = n
+            if verdict is FitVerdict.FITS and not s.released:
+                s.fitting_nodes[node.name] = (n, allocator, node_claim)
                 return SUCCESS
             started = self.handle.clock.monotonic()
             try:
@@ -690,6 +748,89 @@ class DynamicResources(
             s.unavailable.update(unavailable)
             return unresolvable(MSG_NOT_AVAILABLE)
         return SUCCESS
+
+    def filter_columns(
+        self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
+    ) -> BoolArray | None:
+        """Filter over columns (kemu.scheduling.columns.ColumnFilterPlugin): True where the
+        fit check over every row (Allocator.fit_verdicts) says the claims fit, which is
+        where `filter` returns Success without the search; the other rows are decided by
+        `reject_columns` (no fit) or per node."""
+        s = state.read(STATE_KEY)
+        if not isinstance(s, _State) or not (s.claims or s.extended):
+            return columns.all_rows(len(rows))
+        fit = self._column_fit(s, pod, columns)
+        if fit is None:
+            return None
+        if fit.allocator is None:
+            return columns.all_rows(len(rows))
+        out: BoolArray = fit.codes[rows] == CODE_FITS
+        return out
+
+    def reject_columns(
+        self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
+    ) -> tuple[IntArray, list[Status]] | None:
+        """The rows the fit check over columns says cannot fit get `filter`'s Status for
+        them, "cannot allocate all claims" (kemu.scheduling.columns.ColumnRejectPlugin)."""
+        s = state.read(STATE_KEY)
+        if not isinstance(s, _State) or not (s.claims or s.extended):
+            return None
+        fit = self._column_fit(s, pod, columns)
+        if fit is None or fit.allocator is None:
+            return None
+        which: IntArray = np.where(fit.codes[rows] == CODE_NO_FIT, 0, -1).astype(np.int64)
+        return which, [self._cannot_allocate]
+
+    def _column_fit(self, s: _State, pod: types_pb2.Pod, columns: NodeColumns) -> _ColumnFit | None:
+        """`filter`'s fit check over every row of `columns`, once per cycle; None (the batch
+        form declines the pod) in preemption's dry run, for a special claim left from an
+        earlier cycle, or when an allocated claim of the pod is limited to some nodes or
+        has binding conditions (those are told per node)."""
+        if s.released:
+            return None
+        kept = s.column_fit
+        if kept is not None and kept[0] is columns:
+            return kept[1]
+        fit = self._new_column_fit(s, pod, columns)
+        s.column_fit = (columns, fit)
+        return fit
+
+    def _new_column_fit(
+        self, s: _State, pod: types_pb2.Pod, columns: NodeColumns
+    ) -> _ColumnFit | None:
+        if s.extended is not None and s.extended.spec.devices.requests:
+            return None
+        now = self.handle.clock.now()
+        for i, claim in enumerate(s.claims):
+            if claim.status.HasField("allocation") and (
+                i in s.selectors
+                or (self.binding_conditions and self._binding_gone_wrong(claim, now))
+            ):
+                return None
+        nodes = [ni.node for ni in columns.infos]
+        per_node: BoolArray | None = None
+        special: types_pb2.ResourceClaim | None = None
+        allocator: Allocator | None
+        if s.extended is not None:
+            # The rows whose allocatable has a backed resource need another special claim
+            # (or none): per node.
+            for r in s.extended_classes:
+                has = columns.scalar(r).allocatable > 0
+                per_node = has if per_node is None else per_node | has
+            extended = self._extended_for(s, pod, {})
+            assert extended is not None  # (every backed resource is needed)
+            special, allocator = extended
+        elif s.to_allocate:
+            allocator = s.allocator
+        else:
+            return _ColumnFit(np.zeros(0, dtype=np.int8), nodes, None, None)
+        assert allocator is not None
+        codes = allocator.fit_verdicts(nodes)
+        if codes is None:
+            codes = np.full(len(nodes), CODE_UNDECIDED, dtype=np.int8)
+        if per_node is not None and per_node.any():
+            codes[per_node] = CODE_UNDECIDED
+        return _ColumnFit(codes, nodes, allocator, special)
 
     def _binding_gone_wrong(self, claim: types_pb2.ResourceClaim, now: float) -> bool:
         """An allocated claim whose binding conditions failed or timed out is not usable
@@ -800,18 +941,25 @@ class DynamicResources(
         s = state.read(STATE_KEY)
         if not isinstance(s, _State):
             return SUCCESS
+        fitting = s.fitting_nodes.get(node_name)
+        if fitting is None and s.column_fit is not None and s.column_fit[1] is not None:
+            fitting = s.column_fit[1].fit(s.column_fit[0], node_name)
         extended = s.node_extended.get(node_name)
+        if extended is None and fitting is not None:
+            extended = fitting[2]
         if not s.to_allocate and extended is None:
             return SUCCESS
         results = s.node_allocations.get(node_name)
-        fitting = s.fitting_nodes.get(node_name)
-        if results is None and fitting is not None and s.allocator is not None:
+        if results is None and fitting is not None:
+            node, allocator, node_claim = fitting
             try:
-                results = s.allocator.allocate(fitting)
+                results = allocator.allocate(node)
             except AllocationError as e:
                 return as_error(e)
             if results is not None:
                 s.node_allocations[node_name] = results
+                if node_claim is not None:
+                    s.node_extended[node_name] = node_claim
         if results is None:
             return as_error("claim allocation not found for node")
         want = len(s.to_allocate) + (extended is not None)
@@ -1110,14 +1258,20 @@ class DynamicResources(
         """upstream isSchedulableAfterClaimChange, in its order."""
         if not isinstance(new, types_pb2.ResourceClaim):
             return QueueingHint.QUEUE
-        claims = self._pod_claims_or_none(pod)
-        if claims is None:
-            return QueueingHint.SKIP
-        if (
+        freed = (
             isinstance(old, types_pb2.ResourceClaim)
             and old.status.HasField("allocation")
             and not new.status.HasField("allocation")
-        ):
+        )
+        if not freed and not _may_be_pods_claim(pod, new):
+            # kemu: the answer below without the pod's claims looked up (this hint runs for
+            # every waiting pod on each claim event): a claim the pod cannot name is not one
+            # of its claims, so SKIP either way.
+            return QueueingHint.SKIP
+        claims = self._pod_claims_or_none(pod)
+        if claims is None:
+            return QueueingHint.SKIP
+        if freed:
             return QueueingHint.QUEUE  # devices were freed
         if all(c.metadata.uid != new.metadata.uid for c in claims):
             return QueueingHint.SKIP
@@ -1138,6 +1292,17 @@ class DynamicResources(
         except ClaimNotReady:
             return QueueingHint.SKIP
         return QueueingHint.QUEUE
+
+
+def _may_be_pods_claim(pod: types_pb2.Pod, claim: types_pb2.ResourceClaim) -> bool:
+    """Whether `claim` has a name the pod's claim entries resolve to (pod_claims looks
+    claims up by those names in the pod's namespace)."""
+    if claim.metadata.namespace != pod.metadata.namespace:
+        return False
+    name = claim.metadata.name
+    if any(ref.resource_claim_name == name for ref in pod.spec.resource_claims):
+        return True
+    return any(st.resource_claim_name == name for st in pod.status.resource_claim_statuses)
 
 
 def _seconds(args: PluginArgs, key: str, default: int) -> float:

@@ -17,6 +17,7 @@ from kemu.scheduling.dra.allocator import (
     FitVerdict,
 )
 from kemu.scheduling.dra.cel_cache import CelCache
+from kemu.scheduling.dra.fit_columns import CODE_FITS, CODE_NO_FIT
 from kemu.scheduling.dra.pools import AllocationError
 from tests.unit.scheduling.dra import builders as b
 
@@ -185,4 +186,41 @@ def test_s_dra_perf_1_the_common_shape_is_decided() -> None:
         FitVerdict.FITS,
         FitVerdict.FITS,
     ]
+    codes = a.fit_verdicts(nodes)
+    assert codes is not None and codes.tolist() == [CODE_NO_FIT, CODE_FITS, CODE_FITS]
     assert [a.allocate(n) is not None for n in nodes] == [False, True, True]
+
+
+_CODES = {CODE_NO_FIT: FitVerdict.NO_FIT, CODE_FITS: FitVerdict.FITS}
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_s_dra_perf_3_fit_verdicts_over_every_node_agree_with_the_per_node_check(
+    seed: int,
+) -> None:
+    """S-DRA-PERF-3: Allocator.fit_verdicts (every node at once, NumPy columns kept across
+    pods) gives each node fit_verdict's answer, as the allocated devices change between
+    pods (one cache for all of them, as the scheduler's) and for a row without a node."""
+    rng = random.Random(seed)
+    nodes, slices, devices = _cluster(rng)
+    features = _features(rng)
+    cls = b.device_class(selectors=rng.sample(["driver", "any", "flaky"], rng.choice([0, 1, 1])))
+    cache = CelCache(b.FakeEvaluator(EXPRS))
+    rows: list[types_pb2.Node | None] = [*nodes, None]
+    rng.shuffle(rows)
+    claims = _claims(rng)
+    for _ in range(4):
+        taken = rng.sample(devices, rng.randint(0, len(devices)))
+        state = AllocatedState.from_claims(
+            [b.allocated(b.claim(f"other-{i}"), d) for i, d in enumerate(taken)]
+        )
+        if rng.random() < 0.5:
+            claims = _claims(rng)
+        a = Allocator(features, claims, state, {b.CLASS: cls}, slices, cache, share_id=_share_id)
+        codes = a.fit_verdicts(rows)
+        per_node = [a.fit_verdict(n) if n is not None else FitVerdict.UNDECIDED for n in rows]
+        if codes is None:
+            assert set(per_node) == {FitVerdict.UNDECIDED}, seed
+            continue
+        got = [_CODES.get(int(c), FitVerdict.UNDECIDED) for c in codes]
+        assert got == per_node, seed

@@ -420,3 +420,158 @@ def test_s_dra_ext_u2_special_claim_requests_per_node() -> None:
     pl2, _ = plugin(dc, stale, dra.resource_slice("n1", DRIVER, ["gpu-0"]))
     state2, codes2 = cycle(pl2, p, [n1])
     assert pl2.filter(state2, p, n1).message() == dr.MSG_STALE_EXTENDED_CLAIM
+
+
+def _allocated(name: str, node_name: str, device: str) -> types_pb2.ResourceClaim:
+    c = claim(name)
+    r = c.status.allocation.devices.results.add(
+        request="req-0", driver=DRIVER, pool=node_name, device=device
+    )
+    assert r.device == device
+    return c
+
+
+def test_s_dra_perf_4_filter_over_columns_agrees_with_filter_per_node() -> None:
+    """S-DRA-PERF-4: DynamicResources' batch Filter (filter_columns, reject_columns over the
+    cycle's NodeColumns) on random clusters: a row it passes is one `filter` passes, a row
+    it rejects gets `filter`'s Status; Reserve on a node passed only over columns allocates
+    what the per-node path allocates there; for a claim and for DRAExtendedResource's
+    special claim (a node with a device plugin's count left to the per-node path)."""
+    import random
+
+    import numpy as np
+
+    from kemu.scheduling.columns import NodeColumns
+
+    gpu = "example.com/gpu"
+    passed = rejected = 0
+    for seed in range(40):
+        rng = random.Random(seed)
+        dc = dra.device_class(CLS)
+        dc.spec.extended_resource_name = gpu
+        infos: list[NodeInfo] = []
+        objs: list[Any] = [dc]
+        for i in range(rng.randint(1, 8)):
+            name = f"n{i}"
+            if rng.random() < 0.15:
+                plugged = make_node(name).capacity(cpu="4", memory="8Gi", **{gpu: "4"}).obj()
+                infos.append(NodeInfo(plugged))
+                continue
+            infos.append(node(name))
+            devices = [f"gpu-{j}" for j in range(rng.randint(0, 4))]
+            if devices:
+                objs.append(dra.resource_slice(name, DRIVER, devices))
+            for d in devices:
+                if rng.random() < 0.4:
+                    objs.append(_allocated(f"taken-{name}-{d}", name, d))
+        count = rng.randint(1, 3)
+        objs.append(claim("mine", count=count))
+        pl, _ = plugin(*objs)
+        with_claim = pod("p", "mine")
+        extended = make_pod("e").namespace(NS).req({"cpu": "100m", gpu: str(count)}).obj()
+        extended.metadata.uid = "uid-e"
+        columns = NodeColumns(infos, {ni.name: row for row, ni in enumerate(infos)})
+        rows = np.arange(len(infos), dtype=np.int64)
+        for p in (with_claim, extended):
+            by_columns = CycleState()
+            _, status = pl.pre_filter(by_columns, p, infos)
+            assert status.is_success(), status
+            mask = pl.filter_columns(by_columns, p, columns, rows)
+            known = pl.reject_columns(by_columns, p, columns, rows)
+            assert mask is not None and known is not None
+            which, statuses = known
+            per_node, codes = cycle(pl, p, infos)
+            for row, ni in enumerate(infos):
+                want = pl.filter(per_node, p, ni)
+                assert want.code is codes[ni.name]
+                if mask[row]:
+                    passed += 1
+                    assert want.is_success(), (seed, ni.name)
+                    assert _reserved(pl, p, infos, ni, columns) == _reserved(pl, p, infos, ni)
+                elif which[row] >= 0:
+                    rejected += 1
+                    s = statuses[int(which[row])]
+                    assert (s.code, s.message()) == (want.code, want.message()), (seed, ni.name)
+    assert passed and rejected
+
+
+def _reserved(
+    pl: dr.DynamicResources,
+    p: types_pb2.Pod,
+    infos: list[NodeInfo],
+    ni: NodeInfo,
+    columns: Any = None,
+) -> list[bytes]:
+    """A fresh cycle's allocation on `ni` by Reserve after Filter over `columns` (or per node
+    on `ni` without them), Unreserve'd after."""
+    import numpy as np
+
+    state = CycleState()
+    assert pl.pre_filter(state, p, infos)[1].is_success()
+    if columns is not None:
+        pl.filter_columns(state, p, columns, np.arange(len(infos), dtype=np.int64))
+    else:
+        assert pl.filter(state, p, ni).is_success()
+    assert pl.reserve(state, p, ni.name).is_success()
+    s = state.read(dr.STATE_KEY)
+    assert isinstance(s, dr._State)
+    out = [r.SerializeToString() for r in s.node_allocations[ni.name]]
+    pl.unreserve(state, p, ni.name)
+    return out
+
+
+def test_s_dra_perf_5_claim_hint_shortcut_gives_upstreams_answer() -> None:
+    """S-DRA-PERF-5: the claim queueing hint's shortcut (a claim the pod cannot name is
+    skipped before its claims are looked up) answers as upstream's order does, on random
+    pods (named and template claims, generated or not) and claim events (added, status
+    changed or not, deallocated, other namespaces and names)."""
+    import random
+
+    def reference(pl: dr.DynamicResources, p: types_pb2.Pod, old: Any, new: Any) -> Any:
+        claims = pl._pod_claims_or_none(p)
+        if claims is None:
+            return QueueingHint.SKIP
+        if old is not None and old.status.HasField("allocation"):
+            if not new.status.HasField("allocation"):
+                return QueueingHint.QUEUE
+        if all(c.metadata.uid != new.metadata.uid for c in claims):
+            return QueueingHint.SKIP
+        if old is None or old.status == new.status:
+            return QueueingHint.QUEUE if old is None else QueueingHint.SKIP
+        return QueueingHint.QUEUE
+
+    answers = set()
+    for seed in range(300):
+        rng = random.Random(seed)
+        names = ["a", "b", "p-t-1", "p-t-2"]
+        existing = [claim(n) for n in names if rng.random() < 0.7]
+        for c in existing:
+            if c.metadata.name.startswith("p-t") and rng.random() < 0.8:
+                c.metadata.owner_references.add(kind="Pod", name="p", uid="uid-p", controller=True)
+        pl, _ = plugin(dra.device_class(CLS), *existing)
+        p = pod("p", *rng.sample(["a", "b"], rng.randint(0, 2)))
+        if rng.random() < 0.6:
+            p.spec.resource_claims.add(name="t", resource_claim_template_name="tmpl")
+            if rng.random() < 0.7:
+                p.status.resource_claim_statuses.add(name="t", resource_claim_name="p-t-1")
+        new = claim(rng.choice([*names, "other"]), uid=f"uid-new-{seed}")
+        if rng.random() < 0.2:
+            new.metadata.namespace = "elsewhere"
+        for c in existing:
+            if (c.metadata.namespace, c.metadata.name) == (
+                new.metadata.namespace,
+                new.metadata.name,
+            ):
+                new.metadata.uid = c.metadata.uid
+        old = None
+        if rng.random() < 0.7:
+            old = types_pb2.ResourceClaim()
+            old.CopyFrom(new)
+            if rng.random() < 0.5:
+                old.status.allocation.devices.results.add(request="req-0", device="d")
+            if rng.random() < 0.5:
+                new.status.reserved_for.add(resource="pods", name="p", uid="uid-p")
+        got = pl.is_schedulable_after_claim_change(p, old, new)
+        assert got == reference(pl, p, old, new), seed
+        answers.add(got)
+    assert answers == {QueueingHint.QUEUE, QueueingHint.SKIP}
