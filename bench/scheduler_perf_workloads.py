@@ -10,6 +10,8 @@ Anything the runner cannot do is a WorkloadError naming the field.
 
 from __future__ import annotations
 
+import copy
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -641,7 +643,7 @@ def load_workload_file(path: Path, *, emulated_version: Version | None = None) -
 def _load(path: Path, parse: Callable[[object], _T]) -> _T:
     """Reads the YAML file and parses it; every error is prefixed with the file's path."""
     try:
-        data = yaml.safe_load(path.read_text())
+        data = copy.deepcopy(_parsed_yaml(path.read_text()))
     except (OSError, yaml.YAMLError) as e:
         raise WorkloadError(f"{path}: {e}") from e
     try:
@@ -1595,9 +1597,17 @@ def render_template(text: str, env: Mapping[str, object], where: str) -> str:
         raise WorkloadError(f"{where}: template {e}") from e
 
 
+@functools.lru_cache(maxsize=512)
+def _parsed_yaml(text: str) -> object:
+    """`text` parsed, kept by its text: `bench thresholds` loads a file once per emulated
+    version, and the file and its rendered templates read alike at each (pure-Python YAML
+    was 90% of that)."""
+    return yaml.safe_load(text)
+
+
 def _yaml_mapping(text: str, where: str, path: Path | None = None) -> dict[str, object]:
     try:
-        data = yaml.safe_load(text)
+        data = copy.deepcopy(_parsed_yaml(text))  # a copy: the caller may change it
     except yaml.YAMLError as e:
         raise WorkloadError(f"{where}: {e}") from e
     if not isinstance(data, dict):
