@@ -53,7 +53,13 @@ from kemu.component.version import BINARY_VERSION
 from kemu.component.virtual_clock import VirtualClock
 from kemu.machinery.apiservices import local_api_services
 from kemu.machinery.convert import timestamp
-from kemu.machinery.errors import AlreadyExists, Conflict, InternalError, Unavailable
+from kemu.machinery.errors import (
+    AlreadyExists,
+    Conflict,
+    InternalError,
+    NotFound,
+    Unavailable,
+)
 from kemu.machinery.kinds import BY_KIND, KINDS, kind_of
 from kemu.machinery.namespaces import SYSTEM_NAMESPACES, new_namespace
 
@@ -311,19 +317,26 @@ async def _bootstrap_kubernetes_service(
     for obj in kubernetes_service.bootstrap_objects(serving.bind_address, port):
 
         async def ensure(obj: Message = obj) -> None:
+            meta = obj.metadata  # type: ignore[attr-defined]
             try:
-                await registry.create(obj)
-            except AlreadyExists:
-                if isinstance(obj, types_pb2.Service):
-                    return
-                meta = obj.metadata  # type: ignore[attr-defined]
+                # (read first: another apiserver of the cluster, or this one before a restart,
+                # made it, and a second create would be refused by the ClusterIP allocator)
                 raw = await registry.get_bytes(kind_of(obj), meta.namespace, meta.name)
-                current = type(obj).FromString(raw)
-                sent = type(obj)()
-                sent.CopyFrom(obj)
-                sent.metadata.CopyFrom(current.metadata)  # type: ignore[attr-defined]
-                if sent != current:
-                    await registry.update(sent)
+            except NotFound:
+                try:
+                    await registry.create(obj)
+                    return
+                except AlreadyExists:
+                    raw = await registry.get_bytes(kind_of(obj), meta.namespace, meta.name)
+            if isinstance(obj, types_pb2.Service):
+                return
+            # (an Object envelope, the kind's field set)
+            current = getattr(api_pb2.Object.FromString(raw), kind_of(obj).field)
+            sent = type(obj)()
+            sent.CopyFrom(obj)
+            sent.metadata.CopyFrom(current.metadata)  # type: ignore[attr-defined]
+            if sent != current:
+                await registry.update(sent)
 
         what = f"{kind_of(obj).kind} default/{kubernetes_service.NAME}"
         await retry_until_ready(what, ensure, clock=ctx.clock, retry_on=(Unavailable, Conflict))
