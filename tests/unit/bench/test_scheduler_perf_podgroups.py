@@ -187,8 +187,8 @@ def _files(tmp_path: Path) -> None:
     (tmp_path / "t/pg-plain.yaml").write_text(
         "apiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: {name: g}\n"
     )
-    (tmp_path / "t/ingress.yaml").write_text(
-        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: i}\n"
+    (tmp_path / "t/podtemplate.yaml").write_text(
+        "apiVersion: v1\nkind: PodTemplate\nmetadata: {name: i}\n"
     )
 
 
@@ -335,8 +335,8 @@ def test_errors_of_the_pod_group_ops_name_the_field(tmp_path: Path, op: str, mes
 @pytest.mark.parametrize(
     ("op", "extra", "message"),
     [
-        ("{opcode: createAny, templatePath: t/ingress.yaml}", "",
-         "templatePath: kind Ingress: kemu does not serve it"),
+        ("{opcode: createAny, templatePath: t/podtemplate.yaml}", "",
+         "templatePath: kind PodTemplate: kemu does not serve it"),
         ("{opcode: updateAny, namespace: ns-0, templatePath: t/resize.yaml, subresources: [x]}",
          "", "subresources: 'x': kemu's client updates through resize and status"),
         ("{opcode: createNodes, count: 1}", "thresholdMetricSelector: {dataBucket: Perc90}",

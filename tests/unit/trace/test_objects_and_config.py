@@ -40,12 +40,12 @@ def test_what_the_recorded_cluster_wrote_is_stripped_and_unknown_fields_listed()
 
 
 def test_a_kind_kemu_does_not_run_is_not_prepared() -> None:
-    rc: JSONObject = {
+    template: JSONObject = {
         "apiVersion": "v1",
-        "kind": "ReplicationController",
+        "kind": "PodTemplate",
         "metadata": {"name": "c"},
     }
-    assert objects.prepare(rc) is None
+    assert objects.prepare(template) is None
     # the same kind under another group is not kemu's either
     assert objects.prepare({"apiVersion": "extensions/v1beta1", "kind": "Deployment"}) is None
 
