@@ -161,9 +161,8 @@ def test_s_dra_api_12_bad_cel_selector_refused_with_its_field_path(kubectl: Kube
     bad = manifest("bad", ns, expression="device.nope == 1")
     refused = kubectl.run("apply", "-f", "-", stdin=bad, check=False)
     assert refused.returncode != 0
-    # (upstream's text is `DeviceClass.resource.k8s.io "..." is invalid`: kemu's Invalid names
-    # the kind without its group for every kind)
-    assert 'DeviceClass "gpu-bad.example.com" is invalid' in refused.stderr
+    # (upstream's text: the kind qualified by its group)
+    assert 'DeviceClass.resource.k8s.io "gpu-bad.example.com" is invalid' in refused.stderr
     assert "spec.selectors[0].cel.expression: Invalid value" in refused.stderr
     assert "compilation failed: ERROR: <input>:1:7: undefined field 'nope'" in refused.stderr
     assert (

@@ -19,6 +19,7 @@ from google.protobuf.message import Message
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.machinery.errors import NotFound
+from kemu.machinery.update_strategy import has_generation
 from kemu.testing import Cluster, eventually, make_node, make_pdb, make_pod, make_priority_class
 from kemu.testing.builders import make_lease, owned, owner_reference
 from kemu.testing.names import unique_name
@@ -159,7 +160,9 @@ async def test_finalizers_hold_a_deleted_object_of_every_kind_until_the_last_one
         kept = await client.delete(kind, name, meta.namespace)
         km = kept.metadata  # type: ignore[attr-defined]
         assert km.HasField("deletion_timestamp"), kind
-        assert (km.deletion_grace_period_seconds, km.generation) == (0, 2), kind
+        # (upstream's markAsDeleting bumps the generation of a kind that has one)
+        generation = 2 if has_generation(obj) else 0
+        assert (km.deletion_grace_period_seconds, km.generation) == (0, generation), kind
         again = await client.get(kind, name, meta.namespace)
         assert again.metadata.HasField("deletion_timestamp")  # type: ignore[attr-defined]
         await client.patch(kind, name, {"metadata": {"finalizers": [HOLD]}}, meta.namespace)
