@@ -10,6 +10,7 @@ Skipped when kubectl is not on PATH (it is on every machine of kemu's CI).
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from collections.abc import Iterator
@@ -32,6 +33,10 @@ pytestmark = [
 ]
 NODE = "n1"
 NS = "typed"
+# (kemu checks the PEM block's type, not the DER inside: upstream's validateCSR's first rule)
+CSR_PEM_B64 = base64.b64encode(
+    b"-----BEGIN CERTIFICATE REQUEST-----\nTUlJQg==\n-----END CERTIFICATE REQUEST-----\n"
+).decode()
 SERVED = Served.at(37, FeatureGates.default().enabled, RuntimeConfig.parse([]))
 
 # One object of each kind a manifest can create (the others are made by the cluster: the
@@ -201,6 +206,94 @@ spec:
 apiVersion: v1
 kind: Node
 metadata: {{name: typed-extra}}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {{name: r, namespace: {NS}}}
+rules: [{{apiGroups: [""], resources: [pods], verbs: [get]}}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {{name: rb, namespace: {NS}}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: r}}
+subjects: [{{kind: ServiceAccount, name: default, namespace: {NS}}}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {{name: typed-cr}}
+rules: [{{apiGroups: [""], resources: [nodes], verbs: [list]}}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {{name: typed-crb}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: typed-cr}}
+subjects: [{{kind: ServiceAccount, name: default, namespace: {NS}}}]
+---
+apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: {{name: typed-ic}}
+spec: {{controller: example.com/ingress}}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {{name: ing, namespace: {NS}}}
+spec:
+  ingressClassName: typed-ic
+  defaultBackend: {{service: {{name: svc, port: {{number: 80}}}}}}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {{name: np, namespace: {NS}}}
+spec: {{podSelector: {{}}}}
+---
+apiVersion: certificates.k8s.io/v1
+kind: CertificateSigningRequest
+metadata: {{name: typed-csr}}
+spec:
+  request: {CSR_PEM_B64}
+  signerName: example.com/signer
+  usages: [digital signature]
+---
+apiVersion: v1
+kind: LimitRange
+metadata: {{name: lr, namespace: {NS}}}
+spec: {{limits: [{{type: Container, max: {{cpu: "64"}}}}]}}
+---
+apiVersion: v1
+kind: ResourceQuota
+metadata: {{name: rq, namespace: {NS}}}
+spec: {{hard: {{pods: "100"}}}}
+---
+apiVersion: v1
+kind: ReplicationController
+metadata: {{name: rc, namespace: {NS}}}
+spec:
+  replicas: 0
+  selector: {{app: rc}}
+  template:
+    metadata: {{labels: {{app: rc}}}}
+    spec: {{containers: [{{name: c, image: nginx}}]}}
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {{name: hpa, namespace: {NS}}}
+spec:
+  scaleTargetRef: {{apiVersion: v1, kind: ReplicationController, name: rc}}
+  minReplicas: 1
+  maxReplicas: 2
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {{name: widgets.typed.example.com}}
+spec:
+  group: typed.example.com
+  scope: Namespaced
+  names: {{plural: widgets, singular: widget, kind: Widget}}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {{openAPIV3Schema: {{type: object}}}}
 """
 
 
@@ -231,6 +324,10 @@ def kubectl(cluster: Cluster) -> Kubectl:
     return Kubectl(cluster)
 
 
+_API_PREFIX = {"rbac.authorization.k8s.io": "RbacAuthorization"}
+"""The client's API class prefix where it is not the group's first word capitalized."""
+
+
 def _snake(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
 
@@ -239,7 +336,8 @@ def _typed(api_client: k8s.ApiClient, kind: Kind) -> tuple[Any, str]:
     """The client's API class of the kind's served version and the kind's snake name
     (CoreV1Api, "pod"; StorageV1Api, "csi_node")."""
     group, _, version = SERVED.api_versions[kind.kind][0].rpartition("/")
-    cls = (group.split(".")[0].capitalize() if group else "Core") + version.capitalize() + "Api"
+    prefix = _API_PREFIX.get(group) or (group.split(".")[0].capitalize() if group else "Core")
+    cls = prefix + version.capitalize() + "Api"
     return getattr(k8s, cls)(api_client), _snake(kind.kind)
 
 
