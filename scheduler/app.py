@@ -395,7 +395,6 @@ async def serve(client: ApiClient, settings: SchedulerSettings, ctx: ComponentCo
     async with anyio.create_task_group() as tg:
         await tg.start(recorder.run)
         await tg.start(comparer.run)
-        informers.factory.start(tg)
         await run_elected(
             client,
             ctx,
@@ -403,6 +402,8 @@ async def serve(client: ApiClient, settings: SchedulerSettings, ctx: ComponentCo
             election=settings.election,
             work=schedule,
             elected=Elected(),
+            # (a standby's informers run too, once its watches carry its clock identity)
+            on_clock=functools.partial(informers.factory.start, tg),
         )
         tg.cancel_scope.cancel()
 

@@ -70,11 +70,15 @@ async def run_elected(
     elected: Elected | None = None,
     busy: Callable[[], bool] = lambda: False,
     peers: PeerCalls | None = None,
+    on_clock: Callable[[], None] = lambda: None,
 ) -> None:
     """Waits for the apiserver, keeps the identity lease, and runs `work` (only while leading
     when `election` is given) until SIGTERM; raises LeadershipLost when the lease is lost.
     `busy` and `peers`: work of the process the event-driven clock cannot see, calls to
-    components other than the apiserver (kemu.client.clock)."""
+    components other than the apiserver (kemu.client.clock). `on_clock`: what the process
+    does leading or not (a scheduler's informers), started once its calls and watches carry
+    its clock identity (in virtual time: a watch opened before would never be counted, and
+    the event-driven clock could jump while one of its events is on the way)."""
     identity = identity or (election.identity if election is not None else new_identity())
     lost: LeadershipLost | None = None
     async with anyio.create_task_group() as tg:
@@ -106,6 +110,7 @@ async def run_elected(
                     ),
                     name="clock session",
                 )
+            on_clock()
             tg.start_soon(
                 functools.partial(
                     run_identity_heartbeat,
