@@ -207,6 +207,10 @@ async def _serve(apiserver: _Apiserver, settings: ApiserverSettings, ctx: Compon
     caches = apiserver.caches
     ctx.add_readiness_check("etcd", lambda: apiserver.etcd_ok)
     ctx.add_readiness_check("watch-cache", lambda: all(c.ready for c in caches.values()))
+    # Ready once its edges listen too: upstream's /readyz is served by the port it reports on,
+    # kemu's on the metrics port, which listens from the process's start.
+    listening = anyio.Event()
+    ctx.add_readiness_check("serving", listening.is_set)
     cluster_clock = apiserver.cluster_clock
     async with anyio.create_task_group() as tg:
         if cluster_clock is not None:  # before anything reads the time
@@ -239,6 +243,7 @@ async def _serve(apiserver: _Apiserver, settings: ApiserverSettings, ctx: Compon
             await tg.start(
                 serve_rest, rest, settings.serving.bind_address, settings.serving.rest_port
             )
+        listening.set()
         if settings.etcd.compaction_interval > 0:
             tg.start_soon(
                 _compactor, apiserver.store, caches, settings.etcd.compaction_interval, ctx
