@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
+import anyio
 import pytest
 
 from kemu.testing import Cluster
@@ -32,7 +33,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         c.start_etcd()
         c.start_apiserver()
         c.start_controllermanager()
-        c.start_scheduler(extra_args=["--seed", "1"])
+        # (decisions: a failed placement test says what each pod was scored)
+        c.start_scheduler(extra_args=["--seed", "1", "--record-decisions"])
         yield c
 
 
@@ -111,7 +113,28 @@ async def test_system_defaults_spread_a_replica_sets_pods_over_hostnames(
 
         counts = await s.eventually(spread, timeout=TIMEOUT)
         # Hostname maxSkew 3 with weight 2 outweighs the resource scores: 2/2/2.
-        assert counts == {big: 2, small[0]: 2, small[1]: 2}, counts
+        if counts != {big: 2, small[0]: 2, small[1]: 2}:
+            pytest.fail(f"{counts}; the scheduler's attempts:\n{await decided(s, 'app', 'web')}")
+
+
+async def decided(s: Scenario, label: str, value: str) -> str:
+    """The scheduler's last attempt of each pod with `label=value` (its decision record), in
+    the order scheduled: the node, and the best candidates with their scores per plugin."""
+    scheduler = s.cluster.component("scheduler")
+    lines: list[tuple[float, str]] = []
+    for name, pod in (await s.pods()).items():
+        if pod.metadata.labels.get(label) != value:
+            continue
+        record = await anyio.to_thread.run_sync(
+            scheduler.debug, "decisions", {"pod": f"{s.ns}/{name}"}
+        )
+        if not record["attempts"]:
+            lines.append((0.0, f"{name}: no attempt recorded"))
+            continue
+        last = record["attempts"][-1]
+        scored = ", ".join(f"{c['node']} {c['scores']}" for c in last["candidates"])
+        lines.append((last["time"], f"{name} -> {last['node']}: {scored}"))
+    return "\n".join(line for _, line in sorted(lines))
 
 
 async def test_preemption_evicts_the_victim_that_keeps_the_skew(cluster: Cluster) -> None:
