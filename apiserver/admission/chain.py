@@ -5,7 +5,9 @@ pkg/kubeapiserver/options/plugins.go) and, for a Service, its REST storage's all
 (pkg/registry/core/service/storage/alloc.go, BeginCreate). NamespaceLifecycle, which refuses
 before anything is prepared, is namespace_lifecycle.py. The validating plugins
 (`validate_create`: 1.36's PodGroupWorkloadExists, 1.37's PodGroupProtection for a pod of a
-PodGroup or a child of a CompositePodGroup) run after the object is validated. Every plugin
+PodGroup or a child of a CompositePodGroup) run after the object is validated. A new
+PersistentVolumeClaim gets its default class from DefaultStorageClass
+(default_storage_class.py). Every plugin
 kemu models is one upstream enables by default (kemu has no --enable-admission-plugins).
 """
 
@@ -15,7 +17,7 @@ from collections.abc import Mapping
 
 from google.protobuf.message import Message
 
-from apiserver.admission import limit_ranger  # issue #57 kinds-a
+from apiserver.admission import default_storage_class, limit_ranger
 from apiserver.admission.default_toleration_seconds import (
     DEFAULT_TOLERATIONS,
     DefaultTolerationSeconds,
@@ -38,7 +40,10 @@ from apiserver.admission.priority import (
 from apiserver.admission.service_ips import allocate
 from apiserver.storage.watch_cache import WatchCache
 from kemu.api.v1 import types_pb2
+from kemu.component.version_rules import VersionRules
 from kemu.machinery.podgroups import DEFAULT_RULES, PodGroupRules
+
+DEFAULT_VERSION_RULES = VersionRules.default()
 
 
 class AdmissionChain:
@@ -48,6 +53,7 @@ class AdmissionChain:
         written: Mapping[str, int],
         toleration_seconds: DefaultTolerationSeconds = DEFAULT_TOLERATIONS,
         pod_groups: PodGroupRules = DEFAULT_RULES,
+        rules: VersionRules = DEFAULT_VERSION_RULES,
     ) -> None:
         """`written`: per resource, the etcd revision of this apiserver's last write (the
         generic store's): the Priority plugin reads its own writes."""
@@ -55,6 +61,7 @@ class AdmissionChain:
         self._written = written
         self._toleration_seconds = toleration_seconds
         self._pod_groups = pod_groups
+        self._rules = rules
 
     async def admit_create(self, obj: Message) -> None:
         if isinstance(obj, types_pb2.Pod):  # issue #57 kinds-a: LimitRanger's defaults
@@ -70,6 +77,8 @@ class AdmissionChain:
             classes = await self._priority_classes()
             admit_composite_pod_group_priority(obj, classes, self._pod_groups)
             admit_composite_pod_group_protection(obj, self._pod_groups)
+        elif isinstance(obj, types_pb2.PersistentVolumeClaim):
+            default_storage_class.admit(obj, await self._storage_classes(), self._rules)
         elif isinstance(obj, types_pb2.Service):
             services = self._caches["services"].objects()
             allocate(obj, (co.obj for co in services if isinstance(co.obj, types_pb2.Service)))
@@ -119,6 +128,12 @@ class AdmissionChain:
         if "limitranges" not in self._caches:  # (a registry of a unit test's few kinds)
             return []
         return limit_ranger.in_namespace(await self._fresh("limitranges"), namespace)
+
+    async def _storage_classes(self) -> list[types_pb2.StorageClass]:
+        if "storageclasses" not in self._caches:  # (a registry of a unit test's few kinds)
+            return []
+        objs = await self._fresh("storageclasses")
+        return [o for o in objs if isinstance(o, types_pb2.StorageClass)]
 
     async def _priority_classes(self) -> list[types_pb2.PriorityClass]:
         objs = await self._fresh("priorityclasses")

@@ -98,6 +98,7 @@ class Registry:
             self.store.written,
             settings.toleration_seconds,
             self._strategy_options.pod_groups,
+            VersionRules.at(settings.version),
         )
         self.lifecycle = NamespaceLifecycle(
             self._cached_namespace, self._live_namespace, clock=self._clock

@@ -28,12 +28,10 @@ from kemu.machinery.storage import (
     ANN_BETA_STORAGE_PROVISIONER,
     ANN_STORAGE_PROVISIONER,
     claim_class,
-)
-from kemu.scheduling.pv_helpers import (
-    binding_mode,
     claim_has_class,
     default_class,
 )
+from kemu.scheduling.pv_helpers import binding_mode
 
 logger = logging.getLogger(__name__)
 

@@ -86,6 +86,14 @@ RULES: Final[Mapping[str, VersionRule]] = MappingProxyType(
             "with volume.kubernetes.io/storage-provisioner as well as the beta name, only the "
             "beta one before (kubernetes#104590; pv_controller.go setClaimProvisioner)",
         ),
+        "newest_default_storage_class": VersionRule(
+            Version(1, 26),
+            "with several StorageClasses marked default, the DefaultStorageClass admission "
+            "plugin gives a new claim the newest (pkg/volume/util GetDefaultClass); before, it "
+            'refused the claim: Forbidden, "Internal error occurred: N default StorageClasses '
+            'were found" (kubernetes#110559; plugin/pkg/admission/storage/storageclass/'
+            "setdefault/admission.go)",
+        ),
         "external_provisioning_message_1_28": VersionRule(
             Version(1, 28),
             "the PersistentVolume controller's ExternalProvisioning event reads \"Waiting for a "
@@ -140,6 +148,7 @@ class VersionRules:
     node_monitor_grace_period_50s: bool
     nominated_node_name_kept_on_failure: bool
     storage_provisioner_annotation: bool
+    newest_default_storage_class: bool
     external_provisioning_message_1_28: bool
     autoscaler_nnn_in_cluster_state: bool
     podgroup_protection_controller: bool

@@ -10,6 +10,7 @@ conversion does (Convert_v1_Secret_To_core_Secret: the internal type has no stri
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Final
 
 from kemu.api.v1 import types_pb2
@@ -151,6 +152,31 @@ def is_default_class(sc: types_pb2.StorageClass) -> bool:
     return (
         annotations.get(DEFAULT_CLASS_ANNOTATION) == "true"
         or annotations.get(BETA_DEFAULT_CLASS_ANNOTATION) == "true"
+    )
+
+
+def claim_has_class(claim: types_pb2.PersistentVolumeClaim) -> bool:
+    """PersistentVolumeClaimHasClass: the claim asked for a class, "" included."""
+    return BETA_STORAGE_CLASS_ANNOTATION in claim.metadata.annotations or claim.spec.HasField(
+        "storage_class_name"
+    )
+
+
+def default_classes(classes: Iterable[types_pb2.StorageClass]) -> list[types_pb2.StorageClass]:
+    """The classes marked default (is_default_class)."""
+    return [c for c in classes if is_default_class(c)]
+
+
+def default_class(classes: Iterable[types_pb2.StorageClass]) -> types_pb2.StorageClass | None:
+    """pkg/volume/util GetDefaultClass (from 1.26, kubernetes#110559): of the classes marked
+    default, the newest (by creation time, then name, as upstream's sort); None when there is
+    none."""
+    defaults = default_classes(classes)
+    if not defaults:
+        return None
+    return max(
+        defaults,
+        key=lambda c: (c.metadata.creation_timestamp.ToNanoseconds(), c.metadata.name),
     )
 
 

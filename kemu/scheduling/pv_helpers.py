@@ -16,7 +16,6 @@ from kemu.machinery.labels import Selector, selector_from_label_selector
 from kemu.machinery.quantity import Quantity
 from kemu.machinery.storage import (
     ANN_SELECTED_NODE,
-    BETA_STORAGE_CLASS_ANNOTATION,
     DELETE,
     FILESYSTEM,
     IMMEDIATE,
@@ -24,29 +23,9 @@ from kemu.machinery.storage import (
     STORAGE,
     VOLUME_AVAILABLE,
     claim_class,
-    is_default_class,
     volume_class,
 )
 from kemu.scheduling.plugins.helpers import node_selector
-
-
-def claim_has_class(claim: types_pb2.PersistentVolumeClaim) -> bool:
-    """PersistentVolumeClaimHasClass: the claim asked for a class, "" included."""
-    return BETA_STORAGE_CLASS_ANNOTATION in claim.metadata.annotations or claim.spec.HasField(
-        "storage_class_name"
-    )
-
-
-def default_class(classes: Iterable[types_pb2.StorageClass]) -> types_pb2.StorageClass | None:
-    """util.GetDefaultClass: of the classes marked default, the newest (by creation time, then
-    name, as upstream's sort); None when there is none."""
-    defaults = [c for c in classes if is_default_class(c)]
-    if not defaults:
-        return None
-    return max(
-        defaults,
-        key=lambda c: (c.metadata.creation_timestamp.ToNanoseconds(), c.metadata.name),
-    )
 
 
 def binding_mode(cls: types_pb2.StorageClass) -> str:

@@ -20,12 +20,20 @@ def test_every_rule_of_the_table_is_a_field_of_the_resolved_rules() -> None:
     [
         (21, set()),
         (23, {"assumed_pod_ttl_15m", "storage_provisioner_annotation"}),
-        (26, {"assumed_pods_never_expire", "storage_provisioner_annotation"}),
+        (
+            26,
+            {
+                "assumed_pods_never_expire",
+                "storage_provisioner_annotation",
+                "newest_default_storage_class",
+            },
+        ),
         (
             27,
             {
                 "assumed_pods_never_expire",
                 "storage_provisioner_annotation",
+                "newest_default_storage_class",
                 "preemption_by_scheduler",
                 "pdb_unhealthy_pod_eviction_policy",
             },
@@ -35,6 +43,7 @@ def test_every_rule_of_the_table_is_a_field_of_the_resolved_rules() -> None:
             {
                 "assumed_pods_never_expire",
                 "storage_provisioner_annotation",
+                "newest_default_storage_class",
                 "external_provisioning_message_1_28",
                 "preemption_by_scheduler",
                 "pdb_unhealthy_pod_eviction_policy",
@@ -46,6 +55,7 @@ def test_every_rule_of_the_table_is_a_field_of_the_resolved_rules() -> None:
             {
                 "assumed_pods_never_expire",
                 "storage_provisioner_annotation",
+                "newest_default_storage_class",
                 "external_provisioning_message_1_28",
                 "preemption_by_scheduler",
                 "pdb_unhealthy_pod_eviction_policy",
@@ -58,6 +68,7 @@ def test_every_rule_of_the_table_is_a_field_of_the_resolved_rules() -> None:
             {
                 "assumed_pods_never_expire",
                 "storage_provisioner_annotation",
+                "newest_default_storage_class",
                 "external_provisioning_message_1_28",
                 "preemption_by_scheduler",
                 "pdb_unhealthy_pod_eviction_policy",
@@ -71,6 +82,7 @@ def test_every_rule_of_the_table_is_a_field_of_the_resolved_rules() -> None:
                 "max_of_sums",
                 "assumed_pods_never_expire",
                 "storage_provisioner_annotation",
+                "newest_default_storage_class",
                 "external_provisioning_message_1_28",
                 "preemption_by_scheduler",
                 "pdb_unhealthy_pod_eviction_policy",

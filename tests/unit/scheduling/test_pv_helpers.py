@@ -6,11 +6,8 @@ affinity on the scheduler's path."""
 from __future__ import annotations
 
 from kemu.api.v1 import types_pb2
-from kemu.machinery.storage import (
-    claim_class,
-)
+from kemu.machinery.storage import claim_class, default_class
 from kemu.scheduling.pv_helpers import (
-    default_class,
     find_best_match_for_claim,
     find_matching_volume,
 )
