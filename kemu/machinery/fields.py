@@ -71,8 +71,9 @@ _META: Final[dict[str, Getter]] = {
     "metadata.namespace": _meta_namespace,
 }
 
-# Per resource: the field labels upstream accepts (pkg/apis/*/v1 conversion field label funcs)
-# that kemu's objects carry, and how to read each.
+# Per resource with field label conversion functions of its own (pkg/apis/*/v1 conversion
+# field label funcs), the labels upstream accepts that kemu's objects carry, and how to read
+# each. Every other kind accepts metadata.name and metadata.namespace (_getters).
 SUPPORTED_FIELDS: Final[dict[str, dict[str, Getter]]] = {
     "pods": {
         **_META,
@@ -87,11 +88,6 @@ SUPPORTED_FIELDS: Final[dict[str, dict[str, Getter]]] = {
         "metadata.name": _meta_name,
         "spec.unschedulable": _node(lambda n: "true" if n.spec.unschedulable else "false"),
     },
-    "priorityclasses": dict(_META),
-    "poddisruptionbudgets": dict(_META),
-    "leases": dict(_META),
-    "replicasets": dict(_META),
-    "deployments": dict(_META),
     "events": {
         **_META,
         "involvedObject.kind": _event(lambda e: e.involved_object.kind),
@@ -110,16 +106,7 @@ SUPPORTED_FIELDS: Final[dict[str, dict[str, Getter]]] = {
         **_META,
         "status.phase": lambda obj: str(obj.status.phase),  # type: ignore[attr-defined]
     },
-    "services": dict(_META),
-    "configmaps": dict(_META),
-    # scheduling.k8s.io's pod groups: the generic store's object meta fields (their
-    # storage.go sets no PredicateFunc: storage.DefaultNamespaceScopedAttr), which `kubectl
-    # delete --wait` watches by for an object a finalizer keeps (PodGroupProtection's)
-    "workloads": dict(_META),
-    "podgroups": dict(_META),
-    "compositepodgroups": dict(_META),
-    # resource.k8s.io: the generic store's object meta fields; a ResourceSlice also
-    # spec.nodeName ("" when unset) and spec.driver (pkg/registry/resource/resourceslice/
+    # resource.k8s.io: a ResourceSlice also spec.nodeName ("" when unset) and spec.driver (pkg/registry/resource/resourceslice/
     # strategy.go toSelectableFields, the kubelet's and the scheduler's selections).
     "deviceclasses": {"metadata.name": _meta_name},
     "resourceslices": {
@@ -127,24 +114,21 @@ SUPPORTED_FIELDS: Final[dict[str, dict[str, Getter]]] = {
         "spec.nodeName": _slice(lambda s: s.spec.node_name),
         "spec.driver": _slice(lambda s: s.spec.driver),
     },
-    "resourceclaims": dict(_META),
-    "resourceclaimtemplates": dict(_META),
     "devicetaintrules": {"metadata.name": _meta_name},
-    # apiextensions.k8s.io (issue #57 item 3): the generic store's fields
-    "customresourcedefinitions": dict(_META),
 }
 
 
-def _getters(resource: str) -> dict[str, Getter] | None:
-    """The field labels of `resource`; a custom resource's are metadata.name and
-    metadata.namespace (upstream's apiextensions-apiserver, selectableFields aside)."""
+def _getters(resource: str) -> dict[str, Getter]:
+    """The field labels of `resource`: its own (SUPPORTED_FIELDS), else metadata.name and
+    metadata.namespace, as upstream's default conversion (runtime
+    DefaultMetaV1FieldSelectorConversion; the generic store's DefaultNamespaceScopedAttr and
+    DefaultClusterScopedAttr) for every kind without conversion functions of its own, custom
+    resources included (selectableFields aside); `kubectl delete` watches by metadata.name for
+    an object a finalizer keeps. BadRequest for an unknown resource."""
     supported = SUPPORTED_FIELDS.get(resource)
-    if supported is None and "." in resource:
-        try:
-            if kind_for_resource(resource).custom:
-                return _META
-        except BadRequest:
-            return None
+    if supported is None:
+        kind_for_resource(resource)
+        return _META
     return supported
 
 
@@ -170,7 +154,7 @@ class FieldSelector:
         return not self.requirements
 
     def matches(self, obj: Message) -> bool:
-        getters = _getters(self.resource) or {}
+        getters = _getters(self.resource)
         for r in self.requirements:
             have = getters[r.field](obj)
             if (have == r.value) != (r.operator == "="):
@@ -190,7 +174,7 @@ class FieldSelector:
 
 def field_value(resource: str, obj: Message, field: str) -> str:
     """The value a field selector sees for `field` of `obj` (KeyError if unsupported)."""
-    return (_getters(resource) or {})[field](obj)
+    return _getters(resource)[field](obj)
 
 
 def escape_value(value: str) -> str:
@@ -253,9 +237,6 @@ def _unescape(value: str, selector: str) -> str:
 def parse_field_selector(resource: str, text: str) -> FieldSelector:
     """Parses `text` for `resource` (pods, nodes, ...); BadRequest when malformed or unsupported."""
     supported = _getters(resource)
-    if supported is None:
-        kind_for_resource(resource)  # BadRequest for an unknown resource
-        raise BadRequest(f"field selectors are not supported for {resource}")
     reqs: list[FieldRequirement] = []
     for term in _split_terms(text):
         if not term.strip():

@@ -7,6 +7,7 @@ import pytest
 from kemu.api.v1 import types_pb2
 from kemu.machinery.errors import BadRequest
 from kemu.machinery.fields import parse_field_selector
+from kemu.machinery.kinds import KINDS, Kind
 
 
 def _pod(name="p", ns="default", node="", phase="Pending", nnn="") -> types_pb2.Pod:
@@ -75,6 +76,25 @@ def test_node_and_event_fields() -> None:
     )
     assert s.matches(ev)
     assert not parse_field_selector("events", "reason=Scheduled").matches(ev)
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.resource)
+def test_every_kind_is_selected_by_its_name_as_kubectl_delete_waits_on_it(kind: Kind) -> None:
+    """Upstream's default field label conversion: metadata.name on every kind (kubectl delete
+    watches an object a finalizer keeps with metadata.name=<name>)."""
+    obj = kind.message()
+    obj.metadata.name = "x"  # type: ignore[attr-defined]
+    assert parse_field_selector(kind.resource, "metadata.name=x").matches(obj)
+    assert not parse_field_selector(kind.resource, "metadata.name=y").matches(obj)
+
+
+def test_a_persistent_volume_claim_is_selected_by_name_and_namespace() -> None:
+    claim = types_pb2.PersistentVolumeClaim()
+    claim.metadata.name, claim.metadata.namespace = "data", "ns1"
+    s = parse_field_selector("persistentvolumeclaims", "metadata.name=data,metadata.namespace=ns1")
+    assert s.matches(claim)
+    with pytest.raises(BadRequest, match="field label not supported: spec.volumeName"):
+        parse_field_selector("persistentvolumeclaims", "spec.volumeName=v")
 
 
 @pytest.mark.parametrize(
