@@ -7,7 +7,8 @@ before anything is prepared, is namespace_lifecycle.py. The validating plugins
 (`validate_create`: 1.36's PodGroupWorkloadExists, 1.37's PodGroupProtection for a pod of a
 PodGroup or a child of a CompositePodGroup) run after the object is validated. A new
 PersistentVolumeClaim gets its default class from DefaultStorageClass
-(default_storage_class.py). Every plugin
+(default_storage_class.py), and a new claim or volume its protection finalizer
+(storage_object_in_use_protection.py). Every plugin
 kemu models is one upstream enables by default (kemu has no --enable-admission-plugins).
 """
 
@@ -17,7 +18,11 @@ from collections.abc import Mapping
 
 from google.protobuf.message import Message
 
-from apiserver.admission import default_storage_class, limit_ranger
+from apiserver.admission import (
+    default_storage_class,
+    limit_ranger,
+    storage_object_in_use_protection,
+)
 from apiserver.admission.default_toleration_seconds import (
     DEFAULT_TOLERATIONS,
     DefaultTolerationSeconds,
@@ -79,6 +84,9 @@ class AdmissionChain:
             admit_composite_pod_group_protection(obj, self._pod_groups)
         elif isinstance(obj, types_pb2.PersistentVolumeClaim):
             default_storage_class.admit(obj, await self._storage_classes(), self._rules)
+            storage_object_in_use_protection.admit(obj)
+        elif isinstance(obj, types_pb2.PersistentVolume):
+            storage_object_in_use_protection.admit(obj)
         elif isinstance(obj, types_pb2.Service):
             services = self._caches["services"].objects()
             allocate(obj, (co.obj for co in services if isinstance(co.obj, types_pb2.Service)))

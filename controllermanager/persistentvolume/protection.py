@@ -43,6 +43,8 @@ from kemu.machinery.errors import NotFound
 from kemu.machinery.keys import object_key
 from kemu.machinery.pod_strategy import TERMINAL_PHASES
 from kemu.machinery.storage import (
+    PV_PROTECTION_FINALIZER,
+    PVC_PROTECTION_FINALIZER,
     VOLUME_BOUND,
 )
 
@@ -50,8 +52,6 @@ logger = logging.getLogger(__name__)
 
 PVC_PROTECTION: Final = "pvc-protection"
 PV_PROTECTION: Final = "pv-protection"
-PVC_PROTECTION_FINALIZER: Final = "kubernetes.io/pvc-protection"
-PV_PROTECTION_FINALIZER: Final = "kubernetes.io/pv-protection"
 
 P = TypeVar("P", types_pb2.PersistentVolumeClaim, types_pb2.PersistentVolume)
 

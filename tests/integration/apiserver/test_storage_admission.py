@@ -1,8 +1,11 @@
-"""The DefaultStorageClass admission plugin on real processes (issue #58 item 1): a claim of no
-class gets the default StorageClass in the create response (kubectl 1.32 on the REST edge and
-the gRPC edge), the newest of several from 1.26; an apiserver emulating 1.25 on the same etcd
-refuses the claim while two classes are default (upstream plugin/pkg/admission/storage/
-storageclass/setdefault/admission.go, pkg/volume/util GetDefaultClass)."""
+"""The storage admission plugins on real processes (issue #58 item 1), with no
+controller-manager running, so that what the create response holds is the apiserver's:
+- DefaultStorageClass: a claim of no class gets the default StorageClass (kubectl 1.32 on the
+  REST edge and the gRPC edge), the newest of several from 1.26; an apiserver emulating 1.25 on
+  the same etcd refuses the claim while two classes are default (upstream plugin/pkg/admission/
+  storage/storageclass/setdefault/admission.go, pkg/volume/util GetDefaultClass);
+- StorageObjectInUseProtection: a new claim has kubernetes.io/pvc-protection, a new volume
+  kubernetes.io/pv-protection (plugin/pkg/admission/storage/storageobjectinuseprotection)."""
 
 from __future__ import annotations
 
@@ -37,6 +40,28 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         c.start_apiserver(name=APISERVER_1_25, emulated_version="1.25")
         c.write_kubeconfig()
         yield c
+
+
+def test_s_sto_pro_1_new_claims_and_volumes_carry_their_protection_finalizer(
+    cluster: Cluster,
+) -> None:
+    kubectl = Kubectl(cluster)
+    ns = kubectl.namespace("pro")
+    claim_yaml = (
+        "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data}\n"
+        "spec: {storageClassName: '', accessModes: [ReadWriteOnce],"
+        " resources: {requests: {storage: 1Gi}}}\n"
+    )
+    volume_yaml = (
+        f"apiVersion: v1\nkind: PersistentVolume\nmetadata: {{name: {unique_name('pv')}}}\n"
+        "spec: {capacity: {storage: 1Gi}, accessModes: [ReadWriteOnce],"
+        " hostPath: {path: /tmp/pv}}\n"
+    )
+    finalizers = "jsonpath={.metadata.finalizers}"
+    made = kubectl.run("create", "-n", ns, "-f", "-", "-o", finalizers, stdin=claim_yaml)
+    assert made.stdout == '["kubernetes.io/pvc-protection"]'
+    made = kubectl.run("create", "-f", "-", "-o", finalizers, stdin=volume_yaml)
+    assert made.stdout == '["kubernetes.io/pv-protection"]'
 
 
 def kubectl_claim_class(kubectl: Kubectl, ns: str, name: str) -> str:

@@ -34,6 +34,11 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     with Cluster(tmp_path_factory.mktemp("rest-storage")) as c:
         c.start_etcd(unsafe_no_fsync=True)
         c.start_apiserver(rest=True)
+        # a new claim or volume carries its protection finalizer (StorageObjectInUseProtection
+        # admission): deleting it needs its controller, as upstream's
+        c.start_controllermanager(
+            extra_args=["--controllers", "pvc-protection,pv-protection"], cluster_cidr=None
+        )
         c.write_kubeconfig()
         yield c
 

@@ -11,8 +11,6 @@ import anyio
 import pytest
 
 from controllermanager.persistentvolume.protection import (
-    PV_PROTECTION_FINALIZER,
-    PVC_PROTECTION_FINALIZER,
     PVCProtectionController,
     PVProtectionController,
 )
@@ -20,6 +18,7 @@ from kemu.api.v1 import types_pb2
 from kemu.client.fake import FakeClient
 from kemu.client.informer import InformerFactory
 from kemu.component.clock import FakeClock
+from kemu.machinery.storage import PV_PROTECTION_FINALIZER, PVC_PROTECTION_FINALIZER
 from kemu.testing.builders import make_pod
 from kemu.testing.fake_time import settle, wait_until
 from tests.unit.controllermanager.pv_objects import claim, volume
