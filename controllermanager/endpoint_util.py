@@ -13,8 +13,9 @@ from kemu.machinery.keys import object_key
 from kemu.machinery.labels import selector_from_set
 from kemu.machinery.pod_conditions import is_pod_ready
 from kemu.machinery.validation.core import CLUSTER_IP_NONE
+from kemu.machinery.well_known_labels import LABEL_TOPOLOGY_ZONE
 
-TOPOLOGY_ZONE: Final = "topology.kubernetes.io/zone"
+TOPOLOGY_ZONE: Final = LABEL_TOPOLOGY_ZONE
 
 
 def services_selecting(

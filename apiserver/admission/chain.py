@@ -8,7 +8,8 @@ before anything is prepared, is namespace_lifecycle.py. The validating plugins
 PodGroup or a child of a CompositePodGroup) run after the object is validated. A new
 PersistentVolumeClaim gets its default class from DefaultStorageClass
 (default_storage_class.py), and a new claim or volume its protection finalizer
-(storage_object_in_use_protection.py). Every plugin
+(storage_object_in_use_protection.py). A pod created bound, and a pods/binding, get the
+node's topology labels (PodTopologyLabels, pod_topology_labels.py). Every plugin
 kemu models is one upstream enables by default (kemu has no --enable-admission-plugins).
 """
 
@@ -29,6 +30,7 @@ from apiserver.admission.default_toleration_seconds import (
     admit_default_toleration_seconds,
 )
 from apiserver.admission.dra_admin_access import admin_access_spec, validate_admin_access
+from apiserver.admission.pod_topology_labels import copy_topology_labels
 from apiserver.admission.podgroup import admit_pod_group_workload_exists
 from apiserver.admission.podgroup_protection import (
     admit_composite_pod_group_protection,
@@ -44,7 +46,7 @@ from apiserver.admission.priority import (
 )
 from apiserver.admission.service_ips import allocate
 from apiserver.storage.watch_cache import WatchCache
-from kemu.api.v1 import types_pb2
+from kemu.api.v1 import api_pb2, types_pb2
 from kemu.component.version_rules import VersionRules
 from kemu.machinery.podgroups import DEFAULT_RULES, PodGroupRules
 
@@ -59,6 +61,7 @@ class AdmissionChain:
         toleration_seconds: DefaultTolerationSeconds = DEFAULT_TOLERATIONS,
         pod_groups: PodGroupRules = DEFAULT_RULES,
         rules: VersionRules = DEFAULT_VERSION_RULES,
+        topology_labels: tuple[str, ...] = (),
     ) -> None:
         """`written`: per resource, the etcd revision of this apiserver's last write (the
         generic store's): the Priority plugin reads its own writes."""
@@ -67,6 +70,8 @@ class AdmissionChain:
         self._toleration_seconds = toleration_seconds
         self._pod_groups = pod_groups
         self._rules = rules
+        self._topology_labels = topology_labels
+        """The node labels PodTopologyLabels copies onto a bound pod (none: its gate is off)."""
 
     async def admit_create(self, obj: Message) -> None:
         if isinstance(obj, types_pb2.Pod):  # issue #57 kinds-a: LimitRanger's defaults
@@ -74,6 +79,9 @@ class AdmissionChain:
         if isinstance(obj, types_pb2.Pod):
             admit_priority(obj, await self._priority_classes())
             admit_default_toleration_seconds(obj, self._toleration_seconds)
+            if obj.spec.node_name and self._topology_labels:
+                node = await self._node(obj.spec.node_name)
+                copy_topology_labels(obj.metadata.labels, node, self._topology_labels)
         elif isinstance(obj, types_pb2.PodGroup):
             classes = await self._priority_classes()
             admit_pod_group_priority(obj, classes, self._pod_groups)
@@ -128,6 +136,13 @@ class AdmissionChain:
                 self._pod_groups,
             )
 
+    async def admit_binding(self, binding: api_pb2.Binding) -> None:
+        """pods/binding's admission: PodTopologyLabels adds the node's topology labels to the
+        binding, which BindingREST copies onto the pod."""
+        if self._topology_labels and binding.target.kind in ("", "Node"):
+            node = await self._node(binding.target.name)
+            copy_topology_labels(binding.metadata.labels, node, self._topology_labels)
+
     def admit_update(self, obj: Message) -> None:
         if isinstance(obj, types_pb2.Pod):
             admit_default_toleration_seconds(obj, self._toleration_seconds)
@@ -136,6 +151,13 @@ class AdmissionChain:
         if "limitranges" not in self._caches:  # (a registry of a unit test's few kinds)
             return []
         return limit_ranger.in_namespace(await self._fresh("limitranges"), namespace)
+
+    async def _node(self, name: str) -> types_pb2.Node | None:
+        if "nodes" not in self._caches:  # (a registry of a unit test's few kinds)
+            return None
+        cache = await self._fresh_cache("nodes")
+        found = cache.get(f"{cache.prefix}{name}")
+        return found.obj if found is not None and isinstance(found.obj, types_pb2.Node) else None
 
     async def _storage_classes(self) -> list[types_pb2.StorageClass]:
         if "storageclasses" not in self._caches:  # (a registry of a unit test's few kinds)

@@ -28,6 +28,7 @@ from apiserver.admission.default_toleration_seconds import (
     DefaultTolerationSeconds,
 )
 from apiserver.admission.namespace_lifecycle import NamespaceLifecycle, check_deletable
+from apiserver.admission.pod_topology_labels import TOPOLOGY_LABELS
 from apiserver.admission.resource_quota import ResourceQuotaAdmission
 from apiserver.registry.eviction import EvictionREST
 from apiserver.registry.patch import merge_patched, parse_patch
@@ -45,7 +46,11 @@ from apiserver.storage.etcd import EtcdStore
 from apiserver.storage.watch_cache import WatchCache
 from kemu.api.v1 import api_pb2, types_pb2
 from kemu.component.clock import Clock, RealClock
-from kemu.component.featuregate import POD_DISRUPTION_CONDITIONS, FeatureGates
+from kemu.component.featuregate import (
+    POD_DISRUPTION_CONDITIONS,
+    POD_TOPOLOGY_LABELS_ADMISSION,
+    FeatureGates,
+)
 from kemu.component.strategy_options import strategy_options
 from kemu.component.version import DEFAULT_VERSION, Version
 from kemu.component.version_rules import VersionRules
@@ -99,6 +104,7 @@ class Registry:
             settings.toleration_seconds,
             self._strategy_options.pod_groups,
             VersionRules.at(settings.version),
+            TOPOLOGY_LABELS if settings.gates.enabled(POD_TOPOLOGY_LABELS_ADMISSION) else (),
         )
         self.lifecycle = NamespaceLifecycle(
             self._cached_namespace, self._live_namespace, clock=self._clock
@@ -126,7 +132,7 @@ class Registry:
             subresources.FINALIZE.name: FinalizeREST(self.store),
             subresources.APPROVAL.name: ApprovalREST(options, self._now),  # issue #57 kinds-a
         }
-        self.binding = BindingREST(self.store, self.lifecycle, self._gates)
+        self.binding = BindingREST(self.store, self.lifecycle, self._gates, self.admission)
         self._quota = ResourceQuotaAdmission(self.store, self._quota_cache)  # issue #57 kinds-a
         self.eviction = EvictionREST(
             self.store,

@@ -23,6 +23,7 @@ from kemu.component.featuregate import (
     CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING,
     IN_PLACE_POD_VERTICAL_SCALING,
     POD_OBSERVED_GENERATION_TRACKING,
+    POD_TOPOLOGY_LABELS_ADMISSION,
     FeatureGates,
 )
 from kemu.machinery import certificates
@@ -177,11 +178,16 @@ class BindingREST:
     """pods/binding: sets a pod's node (upstream's BindingREST.Create and assignPod)."""
 
     def __init__(
-        self, store: GenericStore, lifecycle: NamespaceLifecycle, gates: FeatureGates
+        self,
+        store: GenericStore,
+        lifecycle: NamespaceLifecycle,
+        gates: FeatureGates,
+        admission: AdmissionChain,
     ) -> None:
         self._store = store
         self._lifecycle = lifecycle
         self._gates = gates
+        self._admission = admission
 
     async def create(self, binding: api_pb2.Binding) -> None:
         namespace = binding.metadata.namespace or "default"
@@ -195,7 +201,10 @@ class BindingREST:
             raise Invalid.field("target.kind", f'must be "Node", not "{binding.target.kind}"')
         clear_nnn = self._gates.enabled(CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING)
         tracking = self._gates.enabled(POD_OBSERVED_GENERATION_TRACKING)
+        # (upstream's setPodNodeAndMetadata copies the binding's labels only with the gate)
+        copy_labels = self._gates.enabled(POD_TOPOLOGY_LABELS_ADMISSION)
         await self._lifecycle.admit_create("pods", name, namespace)  # pods/binding is a create
+        await self._admission.admit_binding(binding)
         # The binding's uid and resourceVersion are storage preconditions, as upstream's
         # BindingREST: a pod deleted and re-created under the same name is never bound to
         # the node chosen for the old one.
@@ -212,6 +221,9 @@ class BindingREST:
             obj.spec.node_name = node
             for k, v in binding.metadata.annotations.items():
                 obj.metadata.annotations[k] = v
+            if copy_labels:
+                for k, v in binding.metadata.labels.items():
+                    obj.metadata.labels[k] = v
             if clear_nnn:
                 obj.status.nominated_node_name = ""
             set_scheduled(obj, now(), tracking=tracking)

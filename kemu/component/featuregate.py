@@ -45,6 +45,7 @@ version rule `preemption_by_scheduler`), the eviction API (EvictionByEvictionAPI
 component writes it, and from 1.27 DefaultPreemption then waits for any terminating
 lower-priority pod on the nominated node, as before 1.27."""
 POD_OBSERVED_GENERATION_TRACKING: Final = "PodObservedGenerationTracking"
+POD_TOPOLOGY_LABELS_ADMISSION: Final = "PodTopologyLabelsAdmission"
 """KEP-5067: status.observedGeneration of pods and of the conditions the kubelet and the
 scheduler write, kept or dropped on status writes (apiserver)."""
 POD_SCHEDULING_READINESS: Final = "PodSchedulingReadiness"
@@ -225,6 +226,7 @@ GATES: Final[Mapping[str, GateDefinition]] = MappingProxyType(
             _gate(IN_PLACE_POD_VERTICAL_SCALING, alpha=27, beta=33, ga=35),
             _gate(IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION, alpha=37),
             _gate(POD_OBSERVED_GENERATION_TRACKING, alpha=33, beta=34, ga=35),
+            _gate(POD_TOPOLOGY_LABELS_ADMISSION, alpha=33, beta=35),
             _gate(POD_HOST_IPS, alpha=28, beta=29, ga=30, removed=32),
             _gate(POD_SCHEDULING_READINESS, alpha=26, beta=27, ga=30, removed=32),
             # KEP-2837 (pkg/features/kube_features.go: no GA through the 1.37 cycle).

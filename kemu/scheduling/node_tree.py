@@ -11,11 +11,12 @@ import logging
 from typing import Final
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery.well_known_labels import LABEL_TOPOLOGY_REGION, LABEL_TOPOLOGY_ZONE
 
 logger = logging.getLogger(__name__)
 
-LABEL_ZONE: Final = "topology.kubernetes.io/zone"
-LABEL_REGION: Final = "topology.kubernetes.io/region"
+LABEL_ZONE: Final = LABEL_TOPOLOGY_ZONE
+LABEL_REGION: Final = LABEL_TOPOLOGY_REGION
 LABEL_ZONE_BETA: Final = "failure-domain.beta.kubernetes.io/zone"
 LABEL_REGION_BETA: Final = "failure-domain.beta.kubernetes.io/region"
 

@@ -60,6 +60,7 @@ from kemu.machinery.labels import Selector, selector_from_label_selector, select
 from kemu.machinery.resources import is_pod_resize_deferred
 from kemu.machinery.validation.field import duplicate, forbidden, invalid, not_supported, required
 from kemu.machinery.validation.meta import validate_label_name
+from kemu.machinery.well_known_labels import LABEL_HOSTNAME, LABEL_TOPOLOGY_ZONE
 from kemu.scheduling import status as st
 from kemu.scheduling.deferred import resize_preemption_enabled
 from kemu.scheduling.events import (
@@ -105,8 +106,6 @@ ERR_REASON_NODE_LABEL_NOT_MATCH: Final = (
     ERR_REASON_CONSTRAINTS_NOT_MATCH + " (missing required label)"
 )
 
-LABEL_HOSTNAME: Final = "kubernetes.io/hostname"
-LABEL_TOPOLOGY_ZONE: Final = "topology.kubernetes.io/zone"
 DO_NOT_SCHEDULE: Final = "DoNotSchedule"
 SCHEDULE_ANYWAY: Final = "ScheduleAnyway"
 HONOR: Final = "Honor"

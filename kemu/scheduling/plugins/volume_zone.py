@@ -24,6 +24,7 @@ from kemu.machinery.storage import (
     WAIT_FOR_FIRST_CONSUMER,
     claim_class,
 )
+from kemu.machinery.well_known_labels import LABEL_TOPOLOGY_REGION, LABEL_TOPOLOGY_ZONE
 from kemu.scheduling.events import (
     ActionType,
     ClusterEvent,
@@ -54,8 +55,6 @@ PRE_FILTER_STATE_KEY: Final = "PreFilter" + NAME
 
 ERR_REASON_CONFLICT: Final = "node(s) had no available volume zone"
 
-LABEL_TOPOLOGY_ZONE: Final = "topology.kubernetes.io/zone"
-LABEL_TOPOLOGY_REGION: Final = "topology.kubernetes.io/region"
 LABEL_FAILURE_DOMAIN_BETA_ZONE: Final = "failure-domain.beta.kubernetes.io/zone"
 LABEL_FAILURE_DOMAIN_BETA_REGION: Final = "failure-domain.beta.kubernetes.io/region"
 TOPOLOGY_LABELS: Final = (

@@ -91,7 +91,7 @@ OWN_TESTS = (
     | POD_GROUP_GATES
     | DRA_API_GATES
     | DRA_SCHEDULER_GATES
-    | {SEPARATE_TAINT, HOST_IPS, PDC, POD_LEVEL, RETRO}
+    | {SEPARATE_TAINT, HOST_IPS, PDC, POD_LEVEL, RETRO, fg.POD_TOPOLOGY_LABELS_ADMISSION}
     | NOT_MODELLED
 )
 
@@ -256,6 +256,23 @@ def defaults_at(minor: int, names: frozenset[str] | None = None) -> dict[str, bo
 def test_defaults_per_emulated_version(minor: int, expected: dict[str, bool]) -> None:
     # PodObservedGenerationTracking: alpha (off) in 1.33, beta (on) in 1.34, GA in 1.35.
     assert defaults_at(minor) == expected
+
+
+@pytest.mark.parametrize(
+    ("minor", "state"),
+    [
+        (32, None),
+        (33, (False, Stage.ALPHA)),
+        (34, (False, Stage.ALPHA)),
+        (35, (True, Stage.BETA)),
+        (37, (True, Stage.BETA)),
+    ],
+)
+def test_pod_topology_labels_admission_alpha_1_33_beta_on_1_35(
+    minor: int, state: tuple[bool, Stage] | None
+) -> None:
+    found = [s for s in gates_at(minor).states() if s.name == fg.POD_TOPOLOGY_LABELS_ADMISSION]
+    assert [(s.enabled, s.stage) for s in found] == ([state] if state else [])
 
 
 @pytest.mark.parametrize(

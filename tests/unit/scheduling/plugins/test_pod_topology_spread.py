@@ -14,6 +14,7 @@ import pytest
 from kemu.api.v1 import types_pb2
 from kemu.component.featuregate import FeatureGates
 from kemu.component.version import Version
+from kemu.machinery.well_known_labels import LABEL_HOSTNAME, LABEL_TOPOLOGY_ZONE
 from kemu.scheduling.events import QueueingHint
 from kemu.scheduling.interface import CycleState
 from kemu.scheduling.plugins import pod_topology_spread as pts
@@ -23,8 +24,8 @@ from kemu.testing.builders import PodBuilder, make_node, make_pod, make_replica_
 from tests.unit.scheduling.plugins.fakes import FakeHandle, FakeInformerFactory, node_info
 
 ZONE = "zone"
-HOST = pts.LABEL_HOSTNAME
-TZONE = pts.LABEL_TOPOLOGY_ZONE
+HOST = LABEL_HOSTNAME
+TZONE = LABEL_TOPOLOGY_ZONE
 
 OK = (Code.SUCCESS, ())
 SKEW = (Code.UNSCHEDULABLE, (pts.ERR_REASON_CONSTRAINTS_NOT_MATCH,))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery.well_known_labels import LABEL_TOPOLOGY_REGION, LABEL_TOPOLOGY_ZONE
 from kemu.scheduling.interface import CycleState
 from kemu.scheduling.plugins import volume_zone
 from kemu.scheduling.status import Code
@@ -15,9 +16,9 @@ from kemu.testing import storage
 from kemu.testing.builders import make_node, make_pod
 from tests.unit.scheduling.plugins.volume_fakes import bound_claim, listers, unbound_claim
 
-ZONE = volume_zone.LABEL_TOPOLOGY_ZONE
+ZONE = LABEL_TOPOLOGY_ZONE
 BETA_ZONE = volume_zone.LABEL_FAILURE_DOMAIN_BETA_ZONE
-REGION = volume_zone.LABEL_TOPOLOGY_REGION
+REGION = LABEL_TOPOLOGY_REGION
 
 VOLUMES = [
     storage.volume("in-a", "sc", labels={ZONE: "a"}),
