@@ -25,12 +25,14 @@ from collections import Counter
 from typing import Final
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery.resources import is_pod_resize_deferred
 from kemu.machinery.storage import (
     ANN_MIGRATED_PLUGINS,
     AWS_EBS_CSI_DRIVER,
     AWS_EBS_PLUGIN,
     claim_class,
 )
+from kemu.scheduling.deferred import resize_preemption_enabled
 from kemu.scheduling.events import (
     ActionType,
     ClusterEvent,
@@ -84,7 +86,8 @@ def ebs_volume_handle(volume_id: str) -> str:
 class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
     NAME = NAME
 
-    def __init__(self, listers: VolumeListers) -> None:
+    def __init__(self, listers: VolumeListers, *, skip_deferred: bool = False) -> None:
+        self.skip_deferred = skip_deferred
         self.listers = listers
 
     def name(self) -> str:
@@ -130,6 +133,8 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
     def pre_filter(
         self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status]:
+        if self.skip_deferred and is_pod_resize_deferred(pod):
+            return None, SKIP  # KEP-5836: nothing to say about a deferred resize
         if not has_claims(pod):
             return None, SKIP
         return None, SUCCESS
@@ -190,4 +195,6 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
 
 
 def new(args: PluginArgs, handle: Handle) -> NodeVolumeLimits:
-    return NodeVolumeLimits(volume_listers(handle))
+    return NodeVolumeLimits(
+        volume_listers(handle), skip_deferred=resize_preemption_enabled(handle.gates)
+    )

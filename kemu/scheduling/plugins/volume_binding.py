@@ -36,6 +36,8 @@ from typing import Final
 from kemu.api.v1 import types_pb2
 from kemu.machinery.errors import ApiError
 from kemu.machinery.keys import object_key
+from kemu.machinery.resources import is_pod_resize_deferred
+from kemu.scheduling.deferred import resize_preemption_enabled
 from kemu.scheduling.events import (
     ActionType,
     ClusterEvent,
@@ -102,7 +104,15 @@ class VolumeBinding(
 ):
     NAME = NAME
 
-    def __init__(self, handle: Handle, listers: VolumeListers, *, bind_timeout: float) -> None:
+    def __init__(
+        self,
+        handle: Handle,
+        listers: VolumeListers,
+        *,
+        bind_timeout: float,
+        skip_deferred: bool = False,
+    ) -> None:
+        self.skip_deferred = skip_deferred
         self.handle = handle
         self.binder = Binder(listers)
         self.bind_timeout = bind_timeout
@@ -115,6 +125,8 @@ class VolumeBinding(
     def pre_filter(
         self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status]:
+        if self.skip_deferred and is_pod_resize_deferred(pod):
+            return None, SKIP  # KEP-5836: nothing to say about a deferred resize
         if not has_claims(pod):
             return None, SKIP
         names = list(pod_claim_names(pod))
@@ -249,4 +261,9 @@ def new(args: PluginArgs, handle: Handle) -> VolumeBinding:
             f"{NAME} args: bindTimeoutSeconds: Invalid value: {timeout!r}: invalid "
             "BindTimeoutSeconds, should not be a negative value"
         )
-    return VolumeBinding(handle, volume_listers(handle), bind_timeout=float(timeout))
+    return VolumeBinding(
+        handle,
+        volume_listers(handle),
+        bind_timeout=float(timeout),
+        skip_deferred=resize_preemption_enabled(handle.gates),
+    )

@@ -23,9 +23,11 @@ from __future__ import annotations
 from typing import Final
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery.resources import is_pod_resize_deferred
 from kemu.machinery.storage import (
     READ_WRITE_ONCE_POD,
 )
+from kemu.scheduling.deferred import resize_preemption_enabled
 from kemu.scheduling.events import (
     ActionType,
     ClusterEvent,
@@ -103,7 +105,10 @@ def _claims_used(nodes: list[NodeInfo], wanted: frozenset[str]) -> int:
 class VolumeRestrictions(PreFilterPlugin, FilterPlugin, PreFilterExtensions, EnqueueExtensions):
     NAME = NAME
 
-    def __init__(self, handle: Handle, listers: VolumeListers) -> None:
+    def __init__(
+        self, handle: Handle, listers: VolumeListers, *, skip_deferred: bool = False
+    ) -> None:
+        self.skip_deferred = skip_deferred
         self.handle = handle
         self.listers = listers
 
@@ -113,6 +118,8 @@ class VolumeRestrictions(PreFilterPlugin, FilterPlugin, PreFilterExtensions, Enq
     def pre_filter(
         self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status]:
+        if self.skip_deferred and is_pod_resize_deferred(pod):
+            return None, SKIP  # KEP-5836: nothing to say about a deferred resize
         if not has_claims(pod):
             return None, SKIP
         ns = pod.metadata.namespace
@@ -204,4 +211,6 @@ class VolumeRestrictions(PreFilterPlugin, FilterPlugin, PreFilterExtensions, Enq
 
 
 def new(args: PluginArgs, handle: Handle) -> VolumeRestrictions:
-    return VolumeRestrictions(handle, volume_listers(handle))
+    return VolumeRestrictions(
+        handle, volume_listers(handle), skip_deferred=resize_preemption_enabled(handle.gates)
+    )

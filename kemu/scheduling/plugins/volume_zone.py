@@ -20,11 +20,13 @@ from dataclasses import dataclass
 from typing import Final
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery.resources import is_pod_resize_deferred
 from kemu.machinery.storage import (
     WAIT_FOR_FIRST_CONSUMER,
     claim_class,
 )
 from kemu.machinery.well_known_labels import LABEL_TOPOLOGY_REGION, LABEL_TOPOLOGY_ZONE
+from kemu.scheduling.deferred import resize_preemption_enabled
 from kemu.scheduling.events import (
     ActionType,
     ClusterEvent,
@@ -104,7 +106,8 @@ class _State:
 class VolumeZone(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
     NAME = NAME
 
-    def __init__(self, listers: VolumeListers) -> None:
+    def __init__(self, listers: VolumeListers, *, skip_deferred: bool = False) -> None:
+        self.skip_deferred = skip_deferred
         self.listers = listers
 
     def name(self) -> str:
@@ -142,6 +145,8 @@ class VolumeZone(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
     def pre_filter(
         self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status]:
+        if self.skip_deferred and is_pod_resize_deferred(pod):
+            return None, SKIP  # KEP-5836: nothing to say about a deferred resize
         if not has_claims(pod):
             return None, SKIP
         topologies, status = self.pod_topologies(pod)
@@ -223,4 +228,4 @@ class VolumeZone(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
 
 
 def new(args: PluginArgs, handle: Handle) -> VolumeZone:
-    return VolumeZone(volume_listers(handle))
+    return VolumeZone(volume_listers(handle), skip_deferred=resize_preemption_enabled(handle.gates))

@@ -64,7 +64,8 @@ from kemu.component.featuregate import (
     IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION,
 )
 from kemu.machinery.errors import ApiError, NotFound
-from kemu.testing import Cluster
+from kemu.machinery.storage import ANN_BIND_COMPLETED, READ_WRITE_ONCE_POD
+from kemu.testing import Cluster, storage
 from kemu.testing.builders import make_node
 from kemu.testing.invariants import (
     NodeHistory,
@@ -250,14 +251,19 @@ class Rpe:
         cpu: str,
         memory: str = "",
         never: bool = False,
+        claim: str = "",
     ) -> types_pb2.Pod:
-        """A pod created bound to the scenario node `node`, with no status (not running)."""
-        b = (
+        """A pod created bound to the scenario node `node`, with no status (not running);
+        `claim`: a PersistentVolumeClaim it mounts."""
+        pod = (
             self.s.pod(name, priority=priority, never=never, cpu=cpu, memory=memory)
             .scheduler_name(self.scheduler)
             .node(self.s.node_name(node))
+            .obj()
         )
-        return await self.s.create(b)
+        if claim:
+            pod.spec.volumes.add(name="data").persistent_volume_claim.claim_name = claim
+        return await self.s.create(pod)
 
     async def deferred(
         self,
@@ -271,12 +277,15 @@ class Rpe:
         allocated_memory: str = "",
         never: bool = False,
         started: int | None = None,
+        claim: str = "",
     ) -> types_pb2.Pod:
         """A running pod whose resize to (cpu, memory) the kubelet deferred: created bound,
         then its status written (allocated and actual = the allocated sizes; `started`: its
         status.startTime in seconds since the epoch). Returns the pod as the test's last write
         left it."""
-        pod = await self.bound(name, node, priority=priority, cpu=cpu, memory=memory, never=never)
+        pod = await self.bound(
+            name, node, priority=priority, cpu=cpu, memory=memory, never=never, claim=claim
+        )
         allocated = {
             "cpu": allocated_cpu,
             **({"memory": allocated_memory} if allocated_memory else {}),
@@ -1016,3 +1025,33 @@ async def test_s_rpe_10_competing_resize_takes_the_room(cluster: Cluster) -> Non
         assert_only("evicted", r.evicted(), {"b", "d"})
         assert_only("Preempted events", await r.preempted_events(), {"b", "d"})
         r.assert_stays_assigned("a")
+
+
+async def test_s_rpe_11_a_deferred_pod_holding_a_read_write_once_pod_claim_preempts(
+    cluster: Cluster,
+) -> None:
+    """S-RPE-1 with the preemptor mounting a bound ReadWriteOncePod claim: the volume plugins
+    Skip a deferred pod at PreFilter (KEP-5836), so VolumeRestrictions does not count the
+    pod's own use of its claim as a conflict on its node, and victim-1 is evicted."""
+    async with scenario(cluster, "s-rpe-11") as r:
+        await r.node("node1", cpu="300m", memory="300")
+        pv_name = f"{r.s.ns}-data"
+        pv = storage.volume(pv_name, "", access_modes=(READ_WRITE_ONCE_POD,))
+        pv.spec.claim_ref.namespace, pv.spec.claim_ref.name = r.s.ns, "data"
+        await r.s.client.create(pv)
+        claim = storage.claim(r.s.ns, "data", "", access_modes=(READ_WRITE_ONCE_POD,))
+        claim.spec.volume_name = pv_name
+        claim.metadata.annotations[ANN_BIND_COMPLETED] = "yes"
+        await r.s.client.create(claim)
+        await r.bound("victim-1", "node1", priority=LOW, cpu="200m", memory="100")
+        preemptor = await r.deferred(
+            "preemptor-pod",
+            "node1",
+            priority=HIGH,
+            cpu="300m",
+            memory="100",
+            allocated_cpu="100m",
+            allocated_memory="100",
+            claim="data",
+        )
+        await expect_evictions(r, preemptor, {"victim-1"})

@@ -127,8 +127,12 @@ class FakeInformerFactory:
         replica_sets: Iterable[types_pb2.ReplicaSet] = (),
         workloads: Iterable[types_pb2.Workload] = (),
         pod_groups: Iterable[types_pb2.PodGroup] = (),
+        claims: Iterable[types_pb2.PersistentVolumeClaim] = (),
     ) -> None:
         self.pods = FakePodInformer()
+        self.claims = FakeObjects(*claims)
+        # the other storage kinds: none (cluster-scoped volumes, classes, CSINodes)
+        self.storage = FakeObjects()
         self.workloads = FakeObjects(*workloads)
         self.pod_groups = FakeObjects(*pod_groups)
         self.namespaces = FakeNamespaces(*namespaces)
@@ -148,6 +152,10 @@ class FakeInformerFactory:
             return self.workloads
         if kind is types_pb2.PodGroup:
             return self.pod_groups
+        if kind is types_pb2.PersistentVolumeClaim:
+            return self.claims
+        if kind in (types_pb2.PersistentVolume, types_pb2.StorageClass, types_pb2.CSINode):
+            return self.storage
         assert kind is types_pb2.Pod, kind
         return self.pods
 

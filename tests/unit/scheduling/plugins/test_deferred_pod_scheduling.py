@@ -4,6 +4,8 @@ PreFilter so that its cycle is about resources on its own node only."""
 
 from __future__ import annotations
 
+from types import ModuleType
+
 import pytest
 
 from kemu.api.v1 import types_pb2
@@ -16,7 +18,11 @@ from kemu.scheduling.plugins import (
     node_affinity,
     node_name,
     node_unschedulable,
+    node_volume_limits,
     taint_toleration,
+    volume_binding,
+    volume_restrictions,
+    volume_zone,
 )
 from kemu.scheduling.plugins.deferred_pod_scheduling import (
     ERR_REASON_DIFFERENT_NODE,
@@ -28,7 +34,8 @@ from kemu.scheduling.status import Code
 from kemu.scheduling.types import NodeInfo, PreFilterResult
 from kemu.testing.builders import make_node, make_pod
 from tests.unit.scheduling.deferred_builders import preemptor, resize_gates, running
-from tests.unit.scheduling.plugins.fakes import FakeHandle
+from tests.unit.scheduling.plugins.fakes import FakeHandle, FakeInformerFactory
+from tests.unit.scheduling.plugins.volume_fakes import bound_claim
 
 Q, S = "QUEUE", "SKIP"
 
@@ -160,6 +167,26 @@ def test_args_are_rejected() -> None:
 
 
 # ---------------------------------------------------------------- the plugins that Skip
+
+
+@pytest.mark.parametrize(
+    "module", [volume_binding, volume_restrictions, volume_zone, node_volume_limits]
+)
+def test_the_volume_plugins_skip_a_deferred_pod_at_pre_filter(module: ModuleType) -> None:
+    """KEP-5836: a deferred resize is about resources on the pod's own node; the volume
+    plugins Skip it with the gate on (with it off they run as for any pod with claims:
+    test_volume_restrictions.py shows the conflict that made)."""
+    pod = preemptor()
+    pod.spec.volumes.add(name="data").persistent_volume_claim.claim_name = "data"
+    claim = bound_claim("data", "pv1", access_modes=("ReadWriteOncePod",))
+    claim.metadata.namespace = pod.metadata.namespace
+    for on in (True, False):
+        h = handle(on=on)
+        h.informers = FakeInformerFactory(claims=[claim])
+        plugin = module.new({}, h)
+        assert plugin.skip_deferred is on
+        if on:
+            assert plugin.pre_filter(CycleState(), pod, [])[1].is_skip(), module.NAME
 
 
 SKIPPING = {

@@ -88,3 +88,25 @@ def test_hints() -> None:
     assert pl.is_schedulable_after_pod_deleted(p, pod("h", "rwo"), None) is QueueingHint.SKIP
     assert pl.is_schedulable_after_claim_change(p, None, CLAIMS[0]) is QueueingHint.QUEUE
     assert pl.is_schedulable_after_claim_change(p, None, CLAIMS[2]) is QueueingHint.SKIP
+
+
+def test_a_deferred_resize_of_a_rwop_claims_holder_is_not_its_own_conflict() -> None:
+    """KEP-5836: the pod holding a ReadWriteOncePod claim is cycled on its own node for its
+    deferred resize; counted as the claim's user it conflicts with itself (every node
+    Unschedulable, its resize never preempts). With resize preemption on, the volume plugins
+    Skip it at PreFilter."""
+    holder = pod("holder", "rwop")
+    holder.spec.node_name = "n"
+    holder.status.conditions.add(type="PodResizePending", status="True", reason="Deferred")
+    n = node_with(holder)
+    off = plugin(n)
+    state = CycleState()
+    _, s = off.pre_filter(state, holder, [n])
+    assert s.code is Code.SUCCESS
+    assert off.filter(state, holder, n).code is Code.UNSCHEDULABLE
+    on = volume_restrictions.VolumeRestrictions(
+        FakeHandle(nodes=(n,)), listers(claims=CLAIMS), skip_deferred=True
+    )
+    assert on.pre_filter(CycleState(), holder, [n])[1].code is Code.SKIP
+    # an ordinary pod of the claim still conflicts with the holder
+    assert on.pre_filter(CycleState(), pod("p", "rwop"), [n])[1].code is Code.SUCCESS
