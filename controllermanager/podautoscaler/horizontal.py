@@ -24,6 +24,7 @@ from typing import Final
 
 from google.protobuf.message import Message
 
+from controllermanager.config import HPAControllerOptions
 from controllermanager.controller import (
     ControllerContext,
     process_work_items,
@@ -31,7 +32,12 @@ from controllermanager.controller import (
     workers,
 )
 from controllermanager.controller_utils import owner_selector
-from controllermanager.podautoscaler.replica_calculator import MetricsError, resource_replicas
+from controllermanager.podautoscaler.replica_calculator import (
+    DEFAULT_OPTIONS,
+    CalculatorOptions,
+    MetricsError,
+    resource_replicas,
+)
 from kemu.api.v1 import types_pb2
 from kemu.client.events import EventRecorder
 from kemu.client.informer import FuncHandler, Informer, InformerFactory
@@ -293,9 +299,11 @@ class HorizontalController:
         sync_period: float = SYNC_PERIOD,
         downscale_stabilization: float = float(DEFAULT_SCALE_DOWN_STABILIZATION),
         workers: int = DEFAULT_WORKERS,
+        calculator: CalculatorOptions = DEFAULT_OPTIONS,
         recorder: EventRecorder | None = None,
     ) -> None:
         self._client = client
+        self._calculator = calculator
         self._clock = clock
         self._sync_period = sync_period
         self._downscale_window = downscale_stabilization
@@ -390,6 +398,7 @@ class HorizontalController:
                     pods,
                     now,
                     container=container,
+                    options=self._calculator,
                 )
             except MetricsError as e:
                 errors.append(
@@ -582,6 +591,22 @@ class HorizontalController:
         )
 
 
-def new_controller(ctx: ControllerContext) -> HorizontalController:
-    """The init function registered as "horizontalpodautoscaling"."""
-    return HorizontalController(ctx.client, ctx.informers, ctx.clock)
+def new_controller(
+    ctx: ControllerContext, options: HPAControllerOptions | None = None
+) -> HorizontalController:
+    """The init function registered as "horizontalpodautoscaling" (bound to the flags'
+    options by app.configure_controllers)."""
+    options = options or HPAControllerOptions()
+    return HorizontalController(
+        ctx.client,
+        ctx.informers,
+        ctx.clock,
+        sync_period=options.sync_period,
+        downscale_stabilization=options.downscale_stabilization,
+        workers=options.concurrent_syncs,
+        calculator=CalculatorOptions(
+            tolerance=options.tolerance,
+            cpu_initialization_period=options.cpu_initialization_period,
+            initial_readiness_delay=options.initial_readiness_delay,
+        ),
+    )

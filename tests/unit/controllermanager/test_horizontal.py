@@ -165,3 +165,62 @@ async def test_s_hpa_8_controller_scales_a_deployment_up_then_down_after_the_win
         await advance(clock, 270, step=15)
         await until(1)
         tg.cancel_scope.cancel()
+
+
+def test_s_hpa_10_the_controller_managers_hpa_flags_reach_the_controller() -> None:
+    """upstream's --horizontal-pod-autoscaler-* flags (hpacontroller.go): parsed, validated
+    and bound to the controller by configure_controllers."""
+    from controllermanager import app, options
+    from controllermanager.config import HPAControllerOptions
+    from controllermanager.controller import ControllerContext
+    from controllermanager.podautoscaler import horizontal
+    from kemu.component.featuregate import FeatureGates
+
+    args = options.build_parser().parse_args(
+        ["--horizontal-pod-autoscaler-sync-period", "1s",
+         "--horizontal-pod-autoscaler-downscale-stabilization", "3s",
+         "--horizontal-pod-autoscaler-tolerance", "0.2",
+         "--horizontal-pod-autoscaler-cpu-initialization-period", "0s",
+         "--horizontal-pod-autoscaler-initial-readiness-delay", "1s",
+         "--concurrent-horizontal-pod-autoscaler-syncs", "2"]
+    )  # fmt: skip
+    configurations = options.configurations_from_args(args)
+    assert configurations.hpa_controller == HPAControllerOptions(1.0, 3.0, 0.2, 0.0, 1.0, 2)
+    assert options.configurations_from_args(
+        options.build_parser().parse_args([])
+    ).hpa_controller == HPAControllerOptions(15.0, 300.0, 0.1, 300.0, 30.0, 5)
+    clock = FakeClock()
+    fake = FakeClient(clock=clock)
+    ctx = ControllerContext(
+        client=fake,
+        informers=InformerFactory(fake, clock=clock),
+        clock=clock,
+        gates=FeatureGates.default(),
+    )
+    ctrl = app.configure_controllers(app.CONTROLLERS, configurations)[horizontal.NAME](ctx)
+    assert isinstance(ctrl, HorizontalController)
+    assert (ctrl._sync_period, ctrl._downscale_window, ctrl._workers) == (1.0, 3.0, 2)
+    assert ctrl._calculator.tolerance == 0.2
+    with pytest.raises(ValueError, match="--horizontal-pod-autoscaler-sync-period must be"):
+        HPAControllerOptions(sync_period=0)
+
+
+def test_s_hpa_11_the_cpu_initialization_period_and_tolerance_are_options() -> None:
+    """A pod that became ready 5 s ago is not yet counted for a scale-up within the default
+    5 min cpu initialization period; with the period at 0 it is (the samples of a ready pod
+    count at once). A wider tolerance keeps the count."""
+    from controllermanager.podautoscaler.replica_calculator import CalculatorOptions
+
+    young = running_pod("b", "100m")
+    young.status.start_time.seconds = int(NOW) - 10
+    young.status.conditions[0].last_transition_time.seconds = int(NOW) - 5
+    pods = [running_pod("a", "100m"), young]  # both at 100% of a 50% target
+    # default: b unready (counted at 0 for the scale-up): (100+0)/200/0.5 = 1 -> keeps 2
+    assert resource_replicas(2, 50, "cpu", pods, NOW).replicas == 2
+    now_counted = CalculatorOptions(cpu_initialization_period=0.0)
+    assert resource_replicas(2, 50, "cpu", pods, NOW, options=now_counted).replicas == 4
+    at_54 = [running_pod("a", "54m"), running_pod("b", "54m")]  # ratio 1.08
+    assert resource_replicas(2, 50, "cpu", at_54, NOW).replicas == 2
+    assert (
+        resource_replicas(2, 50, "cpu", at_54, NOW, options=CalculatorOptions(0.05)).replicas == 3
+    )
