@@ -439,6 +439,14 @@ class HorizontalController:
             await self._write_status(hpa, status)
             return
         kind, target = found
+        set_condition(
+            status,
+            ABLE_TO_SCALE,
+            "True",
+            "SucceededGetScale",
+            "the HPA controller was able to get the target's current scale",
+            now,
+        )
         current: int = target.spec.replicas  # type: ignore[attr-defined]
         status.current_replicas = current
         min_replicas = hpa.spec.min_replicas if hpa.spec.HasField("min_replicas") else 1

@@ -191,9 +191,12 @@ def test_s_chart_2_every_object_reads_back_through_the_typed_client(
 
 
 @pytest.mark.usefixtures("applied")
-def test_s_chart_3_the_service_gets_the_ready_pods_endpoints(kubectl: Kubectl) -> None:
+def test_s_chart_3_the_service_gets_the_ready_pods_endpoints(
+    api_client: k8s.ApiClient, kubectl: Kubectl
+) -> None:
     """The endpointslice and endpoints controllers: the Service's one EndpointSlice and its
-    Endpoints hold the Ready pod's IP at the named target port (http: 8080)."""
+    Endpoints hold the Ready pod's IP at the named target port (http: 8080); the pods, their
+    ReplicaSet, the Endpoints and the EndpointSlice read back through the typed client."""
 
     def ready_ips() -> set[str] | None:
         pods = kubectl.json("get", "pods", "-n", NS, "-l", SELECTOR)["items"]
@@ -231,6 +234,18 @@ def test_s_chart_3_the_service_gets_the_ready_pods_endpoints(kubectl: Kubectl) -
     assert subset["ports"] == [{"name": "http", "port": 8080, "protocol": "TCP"}]
     svc = kubectl.json("get", "svc", NAME, "-n", NS)
     assert svc["status"] == {"loadBalancer": {}}
+    core, apps = k8s.CoreV1Api(api_client), k8s.AppsV1Api(api_client)
+    pods = core.list_namespaced_pod(NS, label_selector=SELECTOR).items
+    assert {p.status.pod_ip for p in pods} >= ips
+    assert all(p.spec.service_account_name == NAME for p in pods)
+    rs = apps.list_namespaced_replica_set(NS, label_selector=SELECTOR).items
+    assert [r.metadata.owner_references[0].name for r in rs] == [NAME]
+    typed_eps = core.read_namespaced_endpoints(NAME, NS)
+    assert {a.ip for a in typed_eps.subsets[0].addresses} == ips
+    typed_slices = k8s.DiscoveryV1Api(api_client).list_namespaced_endpoint_slice(
+        NS, label_selector=f"kubernetes.io/service-name={NAME}"
+    )
+    assert typed_slices.items[0].ports[0].port == 8080
 
 
 def _replicas(kubectl: Kubectl) -> tuple[int, int]:

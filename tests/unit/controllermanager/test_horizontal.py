@@ -224,3 +224,34 @@ def test_s_hpa_11_the_cpu_initialization_period_and_tolerance_are_options() -> N
     assert (
         resource_replicas(2, 50, "cpu", at_54, NOW, options=CalculatorOptions(0.05)).replicas == 3
     )
+
+
+async def test_s_hpa_12_a_target_read_is_able_to_scale_even_without_metrics() -> None:
+    """reconcileAutoscaler sets AbleToScale True SucceededGetScale once it read the target's
+    scale, before the metrics: an HPA whose pods have no metrics yet (not Running) shows it
+    beside ScalingActive False FailedGetResourceMetric (`kubectl describe hpa`)."""
+    clock = FakeClock(now=NOW)
+    deploy = make_deployment("web").replicas(1).selector(app="web").obj()
+    hpa = types_pb2.HorizontalPodAutoscaler()
+    hpa.metadata.name, hpa.metadata.namespace = "web", "default"
+    hpa.spec.scale_target_ref.kind, hpa.spec.scale_target_ref.name = "Deployment", "web"
+    hpa.spec.scale_target_ref.api_version = "apps/v1"
+    hpa.spec.max_replicas = 5
+    set_defaults_horizontal_pod_autoscaler(hpa)
+    pending = make_pod("a").labels(app="web").req(cpu="100m").obj()
+    fake = FakeClient(deploy, hpa, pending, clock=clock)
+    informers = InformerFactory(fake, clock=clock)
+    ctrl = HorizontalController(fake, informers, clock)
+    async with anyio.create_task_group() as tg:
+        informers.start(tg)
+        await informers.wait_for_cache_sync()
+        await ctrl.reconcile(await fake.get(types_pb2.HorizontalPodAutoscaler, "web", "default"))
+        tg.cancel_scope.cancel()
+    got = await fake.get(types_pb2.HorizontalPodAutoscaler, "web", "default")
+    conditions = {c.type: (c.status, c.reason, c.message) for c in got.status.conditions}
+    assert conditions["AbleToScale"] == (
+        "True",
+        "SucceededGetScale",
+        "the HPA controller was able to get the target's current scale",
+    )
+    assert conditions["ScalingActive"][:2] == ("False", "FailedGetResourceMetric")
