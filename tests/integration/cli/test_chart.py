@@ -5,9 +5,9 @@ template --include-crds -n web` of a chart made by `helm create` writes it: its 
 then the templates in Helm's install order, the custom resources last) applied unchanged with
 kubectl 1.32 and read back through the official Python client's typed APIs, on one cluster of
 real processes: etcd, apiserver, scheduler, controller-manager (the HPA controller on upstream's
-flags, shortened) and two kubelets (S-CHART-*). The HPA's scale-up and down (S-CHART-4) is
-the slow part, in `make test-long`; the tests run in file order (S-CHART-5 deletes the chart,
-S-CHART-6 uses its CRD once more).
+flags, shortened) and two kubelets (S-CHART-*). The HPA's scale-up and down (S-CHART-4) and
+the upgrade's rollout (S-CHART-5) are the slow part, in `make test-long`; the tests run in
+file order (S-CHART-6 deletes the chart, S-CHART-7 uses its CRD once more).
 
 What kubectl does with a custom resource whose CRD is in the same file: it maps every document
 to its resource before it sends any (apply's GetObjects), through a discovery cache that it
@@ -176,6 +176,12 @@ def test_s_chart_2_every_object_reads_back_through_the_typed_client(
     widgets = custom.list_namespaced_custom_object("web.example.com", "v1", NS, "widgets")
     sizes = {w["metadata"]["name"]: w["spec"]["size"] for w in widgets["items"]}
     assert sizes == {"release-web-small": 1, "release-web-large": 3}
+    # an operator's status write (the ClusterRole's widgets/status): through the status
+    # subresource only; a status in a write of the resource itself is ignored
+    group = ("web.example.com", "v1", NS, "widgets", "release-web-small")
+    custom.patch_namespaced_custom_object_status(*group, {"status": {"ready": True}})
+    custom.patch_namespaced_custom_object(*group, {"status": {"ready": False}})
+    assert custom.get_namespaced_custom_object(*group)["status"] == {"ready": True}
     # kubectl reads them all back too, the Widgets with the CRD's printer column
     body = kubectl.json(
         "get",
@@ -279,8 +285,50 @@ def test_s_chart_4_the_hpa_scales_the_deployment_up_and_down(kubectl: Kubectl) -
     assert {"New size: 4", "New size: 1"} <= messages, messages
 
 
+@pytest.mark.long  # pods replaced: make test-long
 @pytest.mark.usefixtures("applied")
-def test_s_chart_5_kubectl_delete_removes_everything(kubectl: Kubectl) -> None:
+def test_s_chart_5_an_upgrade_rolls_the_deployment_out(kubectl: Kubectl) -> None:
+    """`helm upgrade` as kubectl apply: the ConfigMap changed and the template's
+    checksum/config annotation with it, so the Deployment rolls out a second ReplicaSet
+    (revision 2), the old one goes to 0, the Service's endpoints follow the new pod, and the
+    rest of the chart is unchanged."""
+    text = CHART.read_text()
+    upgraded = text.replace('LOG_LEVEL: "info"', 'LOG_LEVEL: "debug"').replace(
+        "checksum/config: 4b2d", "checksum/config: 9f1e"
+    )
+    assert upgraded.count("debug") == 1 and "9f1e" in upgraded
+    out = kubectl.run("apply", "-n", NS, "-f", "-", stdin=upgraded).stdout.splitlines()
+    configured = sorted(line for line in out if line.endswith(" configured"))
+    assert configured == [
+        "configmap/release-web configured",
+        "deployment.apps/release-web configured",
+    ]
+    kubectl.run("rollout", "status", "-n", NS, f"deploy/{NAME}", "--timeout=20s")
+    deploy = kubectl.json("get", "deploy", NAME, "-n", NS)
+    assert deploy["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "2"
+    sets = kubectl.json("get", "rs", "-n", NS, "-l", SELECTOR)["items"]
+    by_revision = {
+        r["metadata"]["annotations"]["deployment.kubernetes.io/revision"]: r["spec"]["replicas"]
+        for r in sets
+    }
+    assert by_revision == {"1": 0, "2": deploy["spec"]["replicas"]}
+
+    def endpoints_follow() -> bool:
+        pods = kubectl.json("get", "pods", "-n", NS, "-l", SELECTOR)["items"]
+        new = {
+            p["status"].get("podIP")
+            for p in pods
+            if p["metadata"]["annotations"]["checksum/config"].startswith("9f1e")
+            and not p["metadata"].get("deletionTimestamp")
+        }
+        eps = kubectl.json("get", "endpoints", NAME, "-n", NS).get("subsets") or [{}]
+        return {a["ip"] for a in eps[0].get("addresses", ())} == new
+
+    eventually_sync(endpoints_follow, timeout=15, message="the endpoints of the new pods")
+
+
+@pytest.mark.usefixtures("applied")
+def test_s_chart_6_kubectl_delete_removes_everything(kubectl: Kubectl) -> None:
     """`kubectl delete -f` deletes every object, the custom resources with their CRD (its
     cleanup finalizer deletes them, so kubectl's own deletes of them find them gone, as
     upstream); nothing of the chart is left: no pods, ReplicaSets, endpoints or Widgets."""
@@ -313,7 +361,7 @@ def test_s_chart_5_kubectl_delete_removes_everything(kubectl: Kubectl) -> None:
     assert "the server could not find the requested resource" in gone.stderr
 
 
-def test_s_chart_6_kubectl_create_streams_a_crd_then_its_custom_resource(
+def test_s_chart_7_kubectl_create_streams_a_crd_then_its_custom_resource(
     kubectl: Kubectl,
 ) -> None:
     """`kubectl create -f` of the CRD and a Widget right after it, with the discovery cache
