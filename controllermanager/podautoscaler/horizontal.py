@@ -168,9 +168,13 @@ def scale_down_limit(
 
 
 def _rules(
-    behavior: types_pb2.HorizontalPodAutoscalerBehavior,
+    behavior: types_pb2.HorizontalPodAutoscalerBehavior, downscale_window: float
 ) -> tuple[types_pb2.HPAScalingRules, types_pb2.HPAScalingRules]:
+    """The behavior's rules with the defaults filled in; a scale-down window left unset is the
+    controller's --horizontal-pod-autoscaler-downscale-stabilization
+    (maybeInitScaleDownStabilizationWindow)."""
     up, down = default_scale_up_rules(), default_scale_down_rules()
+    down.stabilization_window_seconds = int(downscale_window)
     if behavior.HasField("scale_up"):
         up.MergeFrom(behavior.scale_up)
         if behavior.scale_up.policies:
@@ -192,11 +196,12 @@ def normalize_with_behaviors(
     min_replicas: int,
     max_replicas: int,
     now: float,
+    downscale_window: float = float(DEFAULT_SCALE_DOWN_STABILIZATION),
 ) -> tuple[int, str, str, str, str]:
     """normalizeDesiredReplicasWithBehaviors: stabilizeRecommendationWithBehaviors, then
     convertDesiredReplicasWithBehaviorRate. (replicas, stabilization reason and message,
     limit reason and message)."""
-    up_rules, down_rules = _rules(behavior)
+    up_rules, down_rules = _rules(behavior, downscale_window)
     up_cut = now - up_rules.stabilization_window_seconds
     down_cut = now - down_rules.stabilization_window_seconds
     up_rec = down_rec = desired
@@ -494,7 +499,14 @@ class HorizontalController:
             history = self._history.setdefault(key, _History())
             if hpa.spec.HasField("behavior"):
                 desired, s_reason, s_msg, l_reason, l_msg = normalize_with_behaviors(
-                    history, hpa.spec.behavior, current, proposal, min_replicas, max_replicas, now
+                    history,
+                    hpa.spec.behavior,
+                    current,
+                    proposal,
+                    min_replicas,
+                    max_replicas,
+                    now,
+                    self._downscale_window,
                 )
             else:
                 stabilized = stabilize(history, proposal, now, self._downscale_window)

@@ -255,3 +255,28 @@ async def test_s_hpa_12_a_target_read_is_able_to_scale_even_without_metrics() ->
         "the HPA controller was able to get the target's current scale",
     )
     assert conditions["ScalingActive"][:2] == ("False", "FailedGetResourceMetric")
+
+
+def test_s_hpa_13_a_behaviors_scale_down_window_defaults_to_the_controllers_flag() -> None:
+    """Upstream's API defaults fill a behavior's rules but leave scaleDown's
+    stabilizationWindowSeconds unset (GenerateHPAScaleDownRules); the controller uses its
+    --horizontal-pod-autoscaler-downscale-stabilization there
+    (maybeInitScaleDownStabilizationWindow). A window the HPA sets wins."""
+    hpa = types_pb2.HorizontalPodAutoscaler()
+    hpa.spec.behavior.scale_down.select_policy = "Max"
+    set_defaults_horizontal_pod_autoscaler(hpa)
+    down = hpa.spec.behavior.scale_down
+    assert not down.HasField("stabilization_window_seconds")
+    assert [(p.type, p.value, p.period_seconds) for p in down.policies] == [("Percent", 100, 15)]
+    assert hpa.spec.behavior.scale_up.stabilization_window_seconds == 0
+    h = _History()
+    # a recommendation of 5 ten seconds ago, now 1: a 5 s window has forgotten it
+    normalize_with_behaviors(h, hpa.spec.behavior, 5, 5, 1, 10, NOW - 10, 5.0)
+    assert normalize_with_behaviors(h, hpa.spec.behavior, 5, 1, 1, 10, NOW, 5.0)[0] == 1
+    h = _History()
+    normalize_with_behaviors(h, hpa.spec.behavior, 5, 5, 1, 10, NOW - 10)
+    assert normalize_with_behaviors(h, hpa.spec.behavior, 5, 1, 1, 10, NOW)[0] == 5  # 300 s
+    down.stabilization_window_seconds = 0
+    h = _History()
+    normalize_with_behaviors(h, hpa.spec.behavior, 5, 5, 1, 10, NOW - 10)
+    assert normalize_with_behaviors(h, hpa.spec.behavior, 5, 1, 1, 10, NOW)[0] == 1
