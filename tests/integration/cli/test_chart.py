@@ -235,6 +235,10 @@ def test_s_chart_3_the_service_gets_the_ready_pods_endpoints(
     assert found is not None
     ips = found[0]
     eps = kubectl.json("get", "endpoints", NAME, "-n", NS)
+    table = kubectl.run("get", "endpoints", NAME, "-n", NS)  # deprecated since 1.33 (S-EPS-8)
+    assert table.stderr == (
+        "Warning: v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice\n"
+    )
     subset = eps["subsets"][0]
     assert {a["ip"] for a in subset["addresses"]} == ips
     assert subset["ports"] == [{"name": "http", "port": 8080, "protocol": "TCP"}]
