@@ -227,8 +227,9 @@ def message_to_dict(msg: Message, *, wire: bool = False) -> JSONObject:
         for name, zero in openapi.always_written(msg.DESCRIPTOR):
             out.setdefault(name, zero)
         for sub in openapi.empty_structs(msg.DESCRIPTOR):  # and its struct values, even empty
-            if sub.json_name not in out:
-                out[sub.json_name] = _message_out(getattr(msg, sub.name), wire)
+            if sub.json_name not in out:  # (an empty JSON-held struct renders as None)
+                empty = _message_out(getattr(msg, sub.name), wire)
+                out[sub.json_name] = empty if empty is not None else {}
     return out
 
 

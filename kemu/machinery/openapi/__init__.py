@@ -23,7 +23,9 @@ data/struct_fields.json is not generated from the wheel (its JSON schemas drop O
 (not pointers, not omitzero), which upstream's OpenAPI v3 (api/openapi-spec/v3) marks
 `"default": {}` and its JSON encoder always writes (encoding/json's omitempty never omits a
 struct): a Service's `status: {loadBalancer: {}}`, a container's `resources: {}`, a pod
-template's `metadata: {}`. Read from k8s.io/api's types.go at 1.37; kept by hand with a new kind.
+template's `metadata: {}`. Read from k8s.io/api's types.go at 1.37 (and kube-aggregator's and
+apiextensions-apiserver's for APIService and CustomResourceDefinition); kept by hand with a new
+kind (a test fails for a kind whose spec or status it lacks).
 """
 
 from __future__ import annotations

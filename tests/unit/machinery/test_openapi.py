@@ -181,3 +181,16 @@ def _modelled(msg: Message, parent: str, field: str) -> bool:
             return False
         desc = fd.message_type
     return any(f.json_name == field for f in desc.fields)
+
+
+def test_s_api_json_5_every_kinds_spec_and_status_are_listed_struct_values() -> None:
+    """Every kind kemu serves declares its spec and status as struct values upstream (never
+    pointers): a kind added without its entry in data/struct_fields.json fails here."""
+    listed = openapi._struct_fields()
+    for kind in KINDS:
+        for gv in kind.api_versions_at(openapi.NEWEST_MINOR):
+            definition = openapi.schema_for(kind.kind, gv)
+            for name in ("spec", "status"):
+                prop = definition.properties.get(name)
+                if prop is not None and prop.ref:
+                    assert name in listed.get(definition.name, ()), (definition.name, name)
