@@ -292,6 +292,27 @@ def _metric_name(spec: types_pb2.MetricSpec) -> str:
     return f"{spec.container_resource.name} container resource utilization (percentage of request)"
 
 
+class InvalidMetrics(MetricsError):
+    """computeReplicasForMetrics' error when no replica count can be computed: "invalid
+    metrics (N invalid out of M), first error is: ...", with the ScalingActive condition of
+    the first invalid metric (its reason and message)."""
+
+    def __init__(self, message: str, reason: str, condition_message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.condition_message = condition_message
+
+
+_FAILED_REASON: Final = {
+    "Resource": "FailedGetResourceMetric",
+    "ContainerResource": "FailedGetContainerResourceMetric",
+    "Pods": "FailedGetPodsMetric",
+    "Object": "FailedGetObjectMetric",
+    "External": "FailedGetExternalMetric",
+}
+"""getUnableComputeReplicaCountCondition's reason per metric type."""
+
+
 class HorizontalController:
     """See the module docstring."""
 
@@ -375,27 +396,33 @@ class HorizontalController:
         status: types_pb2.HorizontalPodAutoscalerStatus,
     ) -> tuple[int, str]:
         """computeReplicasForMetrics: the largest proposal and its metric's name; the
-        metrics' statuses written into `status`. Raises MetricsError when none could be
-        computed."""
+        metrics' statuses written into `status`. A metric that cannot be computed records
+        its event (FailedGetResourceMetric, ...: getUnableComputeReplicaCountCondition);
+        InvalidMetrics when none could be, or when some could not and the others would
+        scale down."""
         best, best_name = -1, ""
-        errors: list[str] = []
+        failures: list[tuple[str, str, str]] = []  # (reason, error, wrapped error)
         del status.current_metrics[:]
         for spec in hpa.spec.metrics:
+            reason = _FAILED_REASON.get(spec.type, f"FailedGet{spec.type}Metric")
             if spec.type not in ("Resource", "ContainerResource"):
-                errors.append(
+                error = (
                     f"unable to get metric {spec.type}: the {spec.type.lower()} metrics API "
                     "is not served"
                 )
+                failures.append((reason, error, error))
+                self._recorder.event(hpa, "Warning", reason, "", error)
                 continue
             src = spec.resource if spec.type == "Resource" else spec.container_resource
             container = spec.container_resource.container if spec.type != "Resource" else ""
+            what = "resource" if spec.type == "Resource" else "container resource"
             target = src.target
-            if not target.HasField("average_utilization"):
-                errors.append(
-                    f"unable to get metric {src.name}: only utilization targets are computed"
-                )
-                continue
             try:
+                if not target.HasField("average_utilization"):
+                    raise MetricsError(
+                        f"unable to get metrics for resource {src.name}: only utilization "
+                        "targets are computed"
+                    )
                 result = resource_replicas(
                     current,
                     target.average_utilization,
@@ -406,10 +433,11 @@ class HorizontalController:
                     options=self._calculator,
                 )
             except MetricsError as e:
-                errors.append(
-                    f"failed to get {src.name} utilization: unable to get metrics for resource "
-                    f"{src.name}: {e}"
+                error = f"failed to get {src.name} utilization: {e}"
+                failures.append(
+                    (reason, error, f"failed to get {src.name} {what} metric value: {error}")
                 )
+                self._recorder.event(hpa, "Warning", reason, "", error)
                 continue
             ms = status.current_metrics.add(type=spec.type)
             cur_src = ms.resource if spec.type == "Resource" else ms.container_resource
@@ -420,8 +448,16 @@ class HorizontalController:
             cur_src.current.average_value = format_resource(src.name, result.raw_average)
             if result.replicas > best:
                 best, best_name = result.replicas, _metric_name(spec)
+        if failures and (best < 0 or best < current):
+            reason, error, wrapped = failures[0]
+            raise InvalidMetrics(
+                f"invalid metrics ({len(failures)} invalid out of {len(hpa.spec.metrics)}), "
+                f"first error is: {wrapped}",
+                reason,
+                f"the HPA was unable to compute the replica count: {error}",
+            )
         if best < 0:
-            raise MetricsError("; ".join(errors) or "no metrics")
+            raise InvalidMetrics("no metrics", "FailedGetResourceMetric", "no metrics")
         return best, best_name
 
     async def reconcile(self, hpa: types_pb2.HorizontalPodAutoscaler) -> None:
@@ -475,16 +511,9 @@ class HorizontalController:
             pods = self._target_pods(target, hpa.metadata.namespace)
             try:
                 proposal, metric = self._compute(hpa, current, pods, now, status)
-            except MetricsError as e:
+            except InvalidMetrics as e:
                 self._recorder.event(hpa, "Warning", "FailedComputeMetricsReplicas", "", str(e))
-                set_condition(
-                    status,
-                    SCALING_ACTIVE,
-                    "False",
-                    "FailedGetResourceMetric",
-                    f"the HPA was unable to compute the replica count: {e}",
-                    now,
-                )
+                set_condition(status, SCALING_ACTIVE, "False", e.reason, e.condition_message, now)
                 status.desired_replicas = current
                 await self._write_status(hpa, status)
                 return

@@ -199,9 +199,14 @@ def resource_replicas(
     (counted at 0 usage when scaling up) and pods without metrics (at 100% of their request,
     or the target if higher, when scaling down; at 0 when scaling up), the tolerance, and
     no scaling against the direction the raw ratio asks."""
+    metrics = pod_metrics(pods, resource, container)
+    if not metrics:  # (metrics-server has none: no pod of the selector runs)
+        raise MetricsError(
+            f"unable to get metrics for resource {resource}: no metrics returned from resource "
+            "metrics API"
+        )
     if not pods:
         raise MetricsError("no pods returned by selector while calculating replica count")
-    metrics = pod_metrics(pods, resource, container)
     ready, unready, missing, ignored = group_pods(pods, metrics, resource, now, options)
     for name in unready | ignored:
         metrics.pop(name, None)

@@ -74,7 +74,8 @@ def test_s_hpa_3_unready_pods_count_as_zero_when_scaling_up() -> None:
 
 
 def test_s_hpa_4_missing_request_and_no_pods_are_errors() -> None:
-    with pytest.raises(MetricsError, match="no pods returned by selector"):
+    # upstream asks metrics-server first: no pod of the selector runs, so it has none
+    with pytest.raises(MetricsError, match="no metrics returned from resource metrics API"):
         resource_replicas(1, 50, "cpu", [], NOW)
     p = running_pod("a", "10m")
     p.spec.containers[0].resources.requests.clear()
@@ -242,10 +243,24 @@ async def test_s_hpa_12_a_target_read_is_able_to_scale_even_without_metrics() ->
     fake = FakeClient(deploy, hpa, pending, clock=clock)
     informers = InformerFactory(fake, clock=clock)
     ctrl = HorizontalController(fake, informers, clock)
+    inner = (
+        "failed to get cpu utilization: unable to get metrics for resource cpu: no metrics "
+        "returned from resource metrics API"
+    )
+
+    async def events() -> dict[str, str]:
+        return {e.reason: e.message for e in (await fake.list(types_pb2.Event, "default")).items}
+
     async with anyio.create_task_group() as tg:
         informers.start(tg)
         await informers.wait_for_cache_sync()
+        tg.start_soon(ctrl._recorder.run)
         await ctrl.reconcile(await fake.get(types_pb2.HorizontalPodAutoscaler, "web", "default"))
+
+        async def recorded() -> bool:
+            return len(await events()) == 2
+
+        await eventually(recorded, timeout=2, interval=0.01)
         tg.cancel_scope.cancel()
     got = await fake.get(types_pb2.HorizontalPodAutoscaler, "web", "default")
     conditions = {c.type: (c.status, c.reason, c.message) for c in got.status.conditions}
@@ -254,7 +269,18 @@ async def test_s_hpa_12_a_target_read_is_able_to_scale_even_without_metrics() ->
         "SucceededGetScale",
         "the HPA controller was able to get the target's current scale",
     )
-    assert conditions["ScalingActive"][:2] == ("False", "FailedGetResourceMetric")
+    # S-HPA-14: upstream's events and messages (getUnableComputeReplicaCountCondition, then
+    # computeReplicasForMetrics' "invalid metrics" error)
+    assert conditions["ScalingActive"] == (
+        "False",
+        "FailedGetResourceMetric",
+        f"the HPA was unable to compute the replica count: {inner}",
+    )
+    assert await events() == {
+        "FailedGetResourceMetric": inner,
+        "FailedComputeMetricsReplicas": "invalid metrics (1 invalid out of 1), first error is: "
+        f"failed to get cpu resource metric value: {inner}",
+    }
 
 
 def test_s_hpa_13_a_behaviors_scale_down_window_defaults_to_the_controllers_flag() -> None:
