@@ -64,10 +64,13 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     with Cluster(tmp_path_factory.mktemp("chart")) as c:
         c.start_etcd(unsafe_no_fsync=True)
         c.start_apiserver(rest=True)
-        c.start_scheduler()
-        c.start_controllermanager(extra_args=HPA_FLAGS)
-        c.start_kubelet("n1")
-        c.start_kubelet("n2")
+        # the four after the apiserver start together (the module's start-up is most of it)
+        c.start_scheduler(wait=False)
+        c.start_controllermanager(extra_args=HPA_FLAGS, wait=False)
+        c.start_kubelet("n1", wait=False)
+        c.start_kubelet("n2", wait=False)
+        for name in ("scheduler", "controllermanager", "kubelet-n1", "kubelet-n2"):
+            c.wait_ready(name)
         c.write_kubeconfig()
         Kubectl(c).run("create", "namespace", NS)
         yield c
