@@ -5,9 +5,9 @@ template --include-crds -n web` of a chart made by `helm create` writes it: its 
 then the templates in Helm's install order, the custom resources last) applied unchanged with
 kubectl 1.32 and read back through the official Python client's typed APIs, on one cluster of
 real processes: etcd, apiserver, scheduler, controller-manager (the HPA controller on upstream's
-flags, shortened) and two kubelets (S-CHART-*). The HPA's scale-up and down (S-CHART-4) and
-the upgrade's rollout (S-CHART-5) are the slow part, in `make test-long`; the tests run in
-file order (S-CHART-6 deletes the chart, S-CHART-7 uses its CRD once more).
+flags, shortened) and two kubelets (S-CHART-*). The module takes about 17 s (the
+upgrade's rollout, S-CHART-5, 2 s more in `make test-long`); the tests run in file order
+(S-CHART-6 deletes the chart, S-CHART-7 uses its CRD once more).
 
 What kubectl does with a custom resource whose CRD is in the same file: it maps every document
 to its resource before it sends any (apply's GetObjects), through a discovery cache that it
@@ -266,7 +266,6 @@ def _replicas(kubectl: Kubectl) -> tuple[int, int]:
     return d["spec"]["replicas"], d["status"].get("readyReplicas", 0)
 
 
-@pytest.mark.long  # the slow part (pods started and stopped): make test-long
 @pytest.mark.usefixtures("applied")
 def test_s_chart_4_the_hpa_scales_the_deployment_up_and_down(kubectl: Kubectl) -> None:
     """Simulated load (the pods' kubelet.kemu.io/cpu-usage, which metrics.k8s.io serves to
