@@ -184,6 +184,7 @@ def configure_controllers(
             simulated_provisioner.new_controller,
             configurations.simulated_provisioner,
         ),
+        (horizontal.NAME, horizontal.new_controller, configurations.hpa_controller),
     )
     for name, new_controller, options in bound:
         if name not in configured:

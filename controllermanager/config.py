@@ -3,7 +3,7 @@
 `ControllerConfigurations` holds the controllers' own flags, one group per controller as
 upstream's KubeControllerManagerConfiguration does (pkg/controller/apis/config/types.go:
 NodeLifecycleController, PodGCController, GarbageCollectorController, NodeIPAMController,
-PersistentVolumeBinderController; kemu's simulated provisioner besides);
+PersistentVolumeBinderController, HPAController; kemu's simulated provisioner besides);
 `ControllerManagerSettings` is the whole tree `run` takes. Each group's defaults live here, the
 flags that set them in controllermanager.options.
 """
@@ -109,6 +109,44 @@ class SimulatedProvisionerOptions:
     seed: int = 0
 
 
+DEFAULT_HPA_SYNC_PERIOD: Final = 15.0
+DEFAULT_HPA_DOWNSCALE_STABILIZATION: Final = 300.0
+DEFAULT_HPA_TOLERANCE: Final = 0.1
+DEFAULT_HPA_CPU_INITIALIZATION_PERIOD: Final = 300.0
+DEFAULT_HPA_INITIAL_READINESS_DELAY: Final = 30.0
+DEFAULT_CONCURRENT_HPA_SYNCS: Final = 5
+
+
+@dataclass(frozen=True)
+class HPAControllerOptions:
+    """upstream's HPAControllerConfiguration (pkg/controller/podautoscaler/config/types.go)
+    and its flags' defaults (cmd/kube-controller-manager/app/options/hpacontroller.go)."""
+
+    sync_period: float = DEFAULT_HPA_SYNC_PERIOD
+    downscale_stabilization: float = DEFAULT_HPA_DOWNSCALE_STABILIZATION
+    tolerance: float = DEFAULT_HPA_TOLERANCE
+    cpu_initialization_period: float = DEFAULT_HPA_CPU_INITIALIZATION_PERIOD
+    initial_readiness_delay: float = DEFAULT_HPA_INITIAL_READINESS_DELAY
+    concurrent_syncs: int = DEFAULT_CONCURRENT_HPA_SYNCS
+
+    def __post_init__(self) -> None:
+        if self.sync_period <= 0:
+            raise ValueError("--horizontal-pod-autoscaler-sync-period must be greater than 0")
+        for flag, value in (
+            ("--horizontal-pod-autoscaler-downscale-stabilization", self.downscale_stabilization),
+            ("--horizontal-pod-autoscaler-tolerance", self.tolerance),
+            (
+                "--horizontal-pod-autoscaler-cpu-initialization-period",
+                self.cpu_initialization_period,
+            ),
+            ("--horizontal-pod-autoscaler-initial-readiness-delay", self.initial_readiness_delay),
+        ):
+            if value < 0:
+                raise ValueError(f"{flag} must not be negative")
+        if self.concurrent_syncs < 1:
+            raise ValueError("--concurrent-horizontal-pod-autoscaler-syncs must be at least 1")
+
+
 @dataclass(frozen=True)
 class ControllerConfigurations:
     node_lifecycle_controller: NodeLifecycleOptions = field(default_factory=NodeLifecycleOptions)
@@ -122,6 +160,7 @@ class ControllerConfigurations:
     simulated_provisioner: SimulatedProvisionerOptions = field(
         default_factory=SimulatedProvisionerOptions
     )
+    hpa_controller: HPAControllerOptions = field(default_factory=HPAControllerOptions)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,12 @@ from controllermanager import names
 from controllermanager.cidrset import CIDRSet
 from controllermanager.config import (
     DEFAULT_CONCURRENT_GC_SYNCS,
+    DEFAULT_CONCURRENT_HPA_SYNCS,
+    DEFAULT_HPA_CPU_INITIALIZATION_PERIOD,
+    DEFAULT_HPA_DOWNSCALE_STABILIZATION,
+    DEFAULT_HPA_INITIAL_READINESS_DELAY,
+    DEFAULT_HPA_SYNC_PERIOD,
+    DEFAULT_HPA_TOLERANCE,
     DEFAULT_NODE_CIDR_MASK_SIZE,
     DEFAULT_NODE_MONITOR_PERIOD,
     DEFAULT_QUARANTINE,
@@ -23,6 +29,7 @@ from controllermanager.config import (
     ControllerConfigurations,
     ControllerManagerSettings,
     GarbageCollectorOptions,
+    HPAControllerOptions,
     NodeIpamOptions,
     NodeLifecycleOptions,
     PodGCOptions,
@@ -81,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_node_ipam_flags(parser)
     add_pv_binder_flags(parser)
     add_simulated_provisioner_flags(parser)
+    add_hpa_controller_flags(parser)
     return parser
 
 
@@ -137,6 +145,9 @@ def configurations_from_args(
         simulated_provisioner=simulated_provisioner_options_from_args(args)
         if on(names.SIMULATED_PROVISIONER)
         else d.simulated_provisioner,
+        hpa_controller=hpa_controller_options_from_args(args)
+        if on(names.HORIZONTAL_POD_AUTOSCALING)
+        else d.hpa_controller,
     )
 
 
@@ -298,3 +309,69 @@ def simulated_provisioner_options_from_args(
     args: argparse.Namespace,
 ) -> SimulatedProvisionerOptions:
     return SimulatedProvisionerOptions(seed=args.simulated_provisioner_seed)
+
+
+def add_hpa_controller_flags(parser: argparse.ArgumentParser) -> None:
+    """upstream cmd/kube-controller-manager/app/options/hpacontroller.go (its names, defaults
+    and help)."""
+    group = parser.add_argument_group("horizontal pod autoscaler controller")
+    group.add_argument(
+        "--horizontal-pod-autoscaler-sync-period",
+        type=duration_flag,
+        default=DEFAULT_HPA_SYNC_PERIOD,
+        metavar="DURATION",
+        help="The period for syncing the number of pods in horizontal pod autoscaler. "
+        f"(default {DEFAULT_HPA_SYNC_PERIOD:g}s)",
+    )
+    group.add_argument(
+        "--horizontal-pod-autoscaler-downscale-stabilization",
+        type=duration_flag,
+        default=DEFAULT_HPA_DOWNSCALE_STABILIZATION,
+        metavar="DURATION",
+        help="The period for which autoscaler will look backwards and not scale down below "
+        "any recommendation it made during that period. (default 5m0s)",
+    )
+    group.add_argument(
+        "--horizontal-pod-autoscaler-tolerance",
+        type=float,
+        default=DEFAULT_HPA_TOLERANCE,
+        metavar="RATIO",
+        help="The minimum change (from 1.0) in the desired-to-actual metrics ratio for the "
+        f"horizontal pod autoscaler to consider scaling. (default {DEFAULT_HPA_TOLERANCE:g})",
+    )
+    group.add_argument(
+        "--horizontal-pod-autoscaler-cpu-initialization-period",
+        type=duration_flag,
+        default=DEFAULT_HPA_CPU_INITIALIZATION_PERIOD,
+        metavar="DURATION",
+        help="The period after pod start when CPU samples might be skipped. (default 5m0s)",
+    )
+    group.add_argument(
+        "--horizontal-pod-autoscaler-initial-readiness-delay",
+        type=duration_flag,
+        default=DEFAULT_HPA_INITIAL_READINESS_DELAY,
+        metavar="DURATION",
+        help="The period after pod start during which readiness changes will be treated as "
+        f"initial readiness. (default {DEFAULT_HPA_INITIAL_READINESS_DELAY:g}s)",
+    )
+    group.add_argument(
+        "--concurrent-horizontal-pod-autoscaler-syncs",
+        type=int,
+        default=DEFAULT_CONCURRENT_HPA_SYNCS,
+        metavar="N",
+        help="The number of horizontal pod autoscaler objects that are allowed to sync "
+        "concurrently. Larger number = more responsive horizontal pod autoscaler objects "
+        f"processing, but more CPU (and network) load. (default {DEFAULT_CONCURRENT_HPA_SYNCS})",
+    )
+
+
+def hpa_controller_options_from_args(args: argparse.Namespace) -> HPAControllerOptions:
+    """ValueError naming the flag for a bad value."""
+    return HPAControllerOptions(
+        sync_period=args.horizontal_pod_autoscaler_sync_period,
+        downscale_stabilization=args.horizontal_pod_autoscaler_downscale_stabilization,
+        tolerance=args.horizontal_pod_autoscaler_tolerance,
+        cpu_initialization_period=args.horizontal_pod_autoscaler_cpu_initialization_period,
+        initial_readiness_delay=args.horizontal_pod_autoscaler_initial_readiness_delay,
+        concurrent_syncs=args.concurrent_horizontal_pod_autoscaler_syncs,
+    )

@@ -24,6 +24,7 @@ from typing import Final
 
 from google.protobuf.message import Message
 
+from controllermanager.config import HPAControllerOptions
 from controllermanager.controller import (
     ControllerContext,
     process_work_items,
@@ -31,7 +32,12 @@ from controllermanager.controller import (
     workers,
 )
 from controllermanager.controller_utils import owner_selector
-from controllermanager.podautoscaler.replica_calculator import MetricsError, resource_replicas
+from controllermanager.podautoscaler.replica_calculator import (
+    DEFAULT_OPTIONS,
+    CalculatorOptions,
+    MetricsError,
+    resource_replicas,
+)
 from kemu.api.v1 import types_pb2
 from kemu.client.events import EventRecorder
 from kemu.client.informer import FuncHandler, Informer, InformerFactory
@@ -162,9 +168,13 @@ def scale_down_limit(
 
 
 def _rules(
-    behavior: types_pb2.HorizontalPodAutoscalerBehavior,
+    behavior: types_pb2.HorizontalPodAutoscalerBehavior, downscale_window: float
 ) -> tuple[types_pb2.HPAScalingRules, types_pb2.HPAScalingRules]:
+    """The behavior's rules with the defaults filled in; a scale-down window left unset is the
+    controller's --horizontal-pod-autoscaler-downscale-stabilization
+    (maybeInitScaleDownStabilizationWindow)."""
     up, down = default_scale_up_rules(), default_scale_down_rules()
+    down.stabilization_window_seconds = int(downscale_window)
     if behavior.HasField("scale_up"):
         up.MergeFrom(behavior.scale_up)
         if behavior.scale_up.policies:
@@ -186,11 +196,12 @@ def normalize_with_behaviors(
     min_replicas: int,
     max_replicas: int,
     now: float,
+    downscale_window: float = float(DEFAULT_SCALE_DOWN_STABILIZATION),
 ) -> tuple[int, str, str, str, str]:
     """normalizeDesiredReplicasWithBehaviors: stabilizeRecommendationWithBehaviors, then
     convertDesiredReplicasWithBehaviorRate. (replicas, stabilization reason and message,
     limit reason and message)."""
-    up_rules, down_rules = _rules(behavior)
+    up_rules, down_rules = _rules(behavior, downscale_window)
     up_cut = now - up_rules.stabilization_window_seconds
     down_cut = now - down_rules.stabilization_window_seconds
     up_rec = down_rec = desired
@@ -281,6 +292,27 @@ def _metric_name(spec: types_pb2.MetricSpec) -> str:
     return f"{spec.container_resource.name} container resource utilization (percentage of request)"
 
 
+class InvalidMetrics(MetricsError):
+    """computeReplicasForMetrics' error when no replica count can be computed: "invalid
+    metrics (N invalid out of M), first error is: ...", with the ScalingActive condition of
+    the first invalid metric (its reason and message)."""
+
+    def __init__(self, message: str, reason: str, condition_message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.condition_message = condition_message
+
+
+_FAILED_REASON: Final = {
+    "Resource": "FailedGetResourceMetric",
+    "ContainerResource": "FailedGetContainerResourceMetric",
+    "Pods": "FailedGetPodsMetric",
+    "Object": "FailedGetObjectMetric",
+    "External": "FailedGetExternalMetric",
+}
+"""getUnableComputeReplicaCountCondition's reason per metric type."""
+
+
 class HorizontalController:
     """See the module docstring."""
 
@@ -293,9 +325,11 @@ class HorizontalController:
         sync_period: float = SYNC_PERIOD,
         downscale_stabilization: float = float(DEFAULT_SCALE_DOWN_STABILIZATION),
         workers: int = DEFAULT_WORKERS,
+        calculator: CalculatorOptions = DEFAULT_OPTIONS,
         recorder: EventRecorder | None = None,
     ) -> None:
         self._client = client
+        self._calculator = calculator
         self._clock = clock
         self._sync_period = sync_period
         self._downscale_window = downscale_stabilization
@@ -362,27 +396,33 @@ class HorizontalController:
         status: types_pb2.HorizontalPodAutoscalerStatus,
     ) -> tuple[int, str]:
         """computeReplicasForMetrics: the largest proposal and its metric's name; the
-        metrics' statuses written into `status`. Raises MetricsError when none could be
-        computed."""
+        metrics' statuses written into `status`. A metric that cannot be computed records
+        its event (FailedGetResourceMetric, ...: getUnableComputeReplicaCountCondition);
+        InvalidMetrics when none could be, or when some could not and the others would
+        scale down."""
         best, best_name = -1, ""
-        errors: list[str] = []
+        failures: list[tuple[str, str, str]] = []  # (reason, error, wrapped error)
         del status.current_metrics[:]
         for spec in hpa.spec.metrics:
+            reason = _FAILED_REASON.get(spec.type, f"FailedGet{spec.type}Metric")
             if spec.type not in ("Resource", "ContainerResource"):
-                errors.append(
+                error = (
                     f"unable to get metric {spec.type}: the {spec.type.lower()} metrics API "
                     "is not served"
                 )
+                failures.append((reason, error, error))
+                self._recorder.event(hpa, "Warning", reason, "", error)
                 continue
             src = spec.resource if spec.type == "Resource" else spec.container_resource
             container = spec.container_resource.container if spec.type != "Resource" else ""
+            what = "resource" if spec.type == "Resource" else "container resource"
             target = src.target
-            if not target.HasField("average_utilization"):
-                errors.append(
-                    f"unable to get metric {src.name}: only utilization targets are computed"
-                )
-                continue
             try:
+                if not target.HasField("average_utilization"):
+                    raise MetricsError(
+                        f"unable to get metrics for resource {src.name}: only utilization "
+                        "targets are computed"
+                    )
                 result = resource_replicas(
                     current,
                     target.average_utilization,
@@ -390,12 +430,14 @@ class HorizontalController:
                     pods,
                     now,
                     container=container,
+                    options=self._calculator,
                 )
             except MetricsError as e:
-                errors.append(
-                    f"failed to get {src.name} utilization: unable to get metrics for resource "
-                    f"{src.name}: {e}"
+                error = f"failed to get {src.name} utilization: {e}"
+                failures.append(
+                    (reason, error, f"failed to get {src.name} {what} metric value: {error}")
                 )
+                self._recorder.event(hpa, "Warning", reason, "", error)
                 continue
             ms = status.current_metrics.add(type=spec.type)
             cur_src = ms.resource if spec.type == "Resource" else ms.container_resource
@@ -406,8 +448,16 @@ class HorizontalController:
             cur_src.current.average_value = format_resource(src.name, result.raw_average)
             if result.replicas > best:
                 best, best_name = result.replicas, _metric_name(spec)
+        if failures and (best < 0 or best < current):
+            reason, error, wrapped = failures[0]
+            raise InvalidMetrics(
+                f"invalid metrics ({len(failures)} invalid out of {len(hpa.spec.metrics)}), "
+                f"first error is: {wrapped}",
+                reason,
+                f"the HPA was unable to compute the replica count: {error}",
+            )
         if best < 0:
-            raise MetricsError("; ".join(errors) or "no metrics")
+            raise InvalidMetrics("no metrics", "FailedGetResourceMetric", "no metrics")
         return best, best_name
 
     async def reconcile(self, hpa: types_pb2.HorizontalPodAutoscaler) -> None:
@@ -430,6 +480,14 @@ class HorizontalController:
             await self._write_status(hpa, status)
             return
         kind, target = found
+        set_condition(
+            status,
+            ABLE_TO_SCALE,
+            "True",
+            "SucceededGetScale",
+            "the HPA controller was able to get the target's current scale",
+            now,
+        )
         current: int = target.spec.replicas  # type: ignore[attr-defined]
         status.current_replicas = current
         min_replicas = hpa.spec.min_replicas if hpa.spec.HasField("min_replicas") else 1
@@ -453,16 +511,9 @@ class HorizontalController:
             pods = self._target_pods(target, hpa.metadata.namespace)
             try:
                 proposal, metric = self._compute(hpa, current, pods, now, status)
-            except MetricsError as e:
+            except InvalidMetrics as e:
                 self._recorder.event(hpa, "Warning", "FailedComputeMetricsReplicas", "", str(e))
-                set_condition(
-                    status,
-                    SCALING_ACTIVE,
-                    "False",
-                    "FailedGetResourceMetric",
-                    f"the HPA was unable to compute the replica count: {e}",
-                    now,
-                )
+                set_condition(status, SCALING_ACTIVE, "False", e.reason, e.condition_message, now)
                 status.desired_replicas = current
                 await self._write_status(hpa, status)
                 return
@@ -477,7 +528,14 @@ class HorizontalController:
             history = self._history.setdefault(key, _History())
             if hpa.spec.HasField("behavior"):
                 desired, s_reason, s_msg, l_reason, l_msg = normalize_with_behaviors(
-                    history, hpa.spec.behavior, current, proposal, min_replicas, max_replicas, now
+                    history,
+                    hpa.spec.behavior,
+                    current,
+                    proposal,
+                    min_replicas,
+                    max_replicas,
+                    now,
+                    self._downscale_window,
                 )
             else:
                 stabilized = stabilize(history, proposal, now, self._downscale_window)
@@ -582,6 +640,22 @@ class HorizontalController:
         )
 
 
-def new_controller(ctx: ControllerContext) -> HorizontalController:
-    """The init function registered as "horizontalpodautoscaling"."""
-    return HorizontalController(ctx.client, ctx.informers, ctx.clock)
+def new_controller(
+    ctx: ControllerContext, options: HPAControllerOptions | None = None
+) -> HorizontalController:
+    """The init function registered as "horizontalpodautoscaling" (bound to the flags'
+    options by app.configure_controllers)."""
+    options = options or HPAControllerOptions()
+    return HorizontalController(
+        ctx.client,
+        ctx.informers,
+        ctx.clock,
+        sync_period=options.sync_period,
+        downscale_stabilization=options.downscale_stabilization,
+        workers=options.concurrent_syncs,
+        calculator=CalculatorOptions(
+            tolerance=options.tolerance,
+            cpu_initialization_period=options.cpu_initialization_period,
+            initial_readiness_delay=options.initial_readiness_delay,
+        ),
+    )

@@ -31,6 +31,20 @@ METRIC_WINDOW: Final = 15.0
 """The window of a PodMetrics (metrics-server's --metric-resolution)."""
 
 
+@dataclass(frozen=True)
+class CalculatorOptions:
+    """What upstream's ReplicaCalculator is built with (NewReplicaCalculator: the
+    controller-manager's --horizontal-pod-autoscaler-tolerance, -cpu-initialization-period
+    and -initial-readiness-delay)."""
+
+    tolerance: float = TOLERANCE
+    cpu_initialization_period: float = CPU_INITIALIZATION_PERIOD
+    initial_readiness_delay: float = INITIAL_READINESS_DELAY
+
+
+DEFAULT_OPTIONS: Final = CalculatorOptions()
+
+
 class MetricsError(Exception):
     """The replica count cannot be computed (upstream's errors, same messages)."""
 
@@ -105,7 +119,11 @@ def _ready_condition(pod: types_pb2.Pod) -> types_pb2.PodCondition | None:
 
 
 def group_pods(
-    pods: Sequence[types_pb2.Pod], metrics: Mapping[str, int], resource: str, now: float
+    pods: Sequence[types_pb2.Pod],
+    metrics: Mapping[str, int],
+    resource: str,
+    now: float,
+    options: CalculatorOptions = DEFAULT_OPTIONS,
 ) -> tuple[int, set[str], set[str], set[str]]:
     """groupPods: (ready pods with metrics, unready, missing, ignored)."""
     ready = 0
@@ -130,12 +148,14 @@ def group_pods(
                 continue
             start = _seconds(pod.status.start_time)
             transition = _seconds(cond.last_transition_time)
-            if start + CPU_INITIALIZATION_PERIOD > now:
+            if start + options.cpu_initialization_period > now:
                 # still within its initialisation: a sample taken before it became ready
                 # is not counted
                 is_unready = cond.status == "False" or now - METRIC_WINDOW < transition
             else:
-                is_unready = cond.status == "False" and start + INITIAL_READINESS_DELAY > transition
+                is_unready = (
+                    cond.status == "False" and start + options.initial_readiness_delay > transition
+                )
             if is_unready:
                 unready.add(name)
                 continue
@@ -172,17 +192,22 @@ def resource_replicas(
     now: float,
     *,
     container: str = "",
-    tolerance: float = TOLERANCE,
+    options: CalculatorOptions = DEFAULT_OPTIONS,
 ) -> ResourceReplicas:
     """GetResourceReplicas: the replica count that brings the average utilization of the
     pods' `resource` to `target_utilization` percent, with upstream's rules for unready pods
     (counted at 0 usage when scaling up) and pods without metrics (at 100% of their request,
     or the target if higher, when scaling down; at 0 when scaling up), the tolerance, and
     no scaling against the direction the raw ratio asks."""
+    metrics = pod_metrics(pods, resource, container)
+    if not metrics:  # (metrics-server has none: no pod of the selector runs)
+        raise MetricsError(
+            f"unable to get metrics for resource {resource}: no metrics returned from resource "
+            "metrics API"
+        )
     if not pods:
         raise MetricsError("no pods returned by selector while calculating replica count")
-    metrics = pod_metrics(pods, resource, container)
-    ready, unready, missing, ignored = group_pods(pods, metrics, resource, now)
+    ready, unready, missing, ignored = group_pods(pods, metrics, resource, now, options)
     for name in unready | ignored:
         metrics.pop(name, None)
     requests = pod_requests(pods, resource, container)
@@ -191,7 +216,7 @@ def resource_replicas(
     ratio, utilization, raw = utilization_ratio(metrics, requests, target_utilization)
     scale_up_with_unready = bool(unready) and ratio > 1.0
     if not scale_up_with_unready and not missing:
-        if _within(ratio, tolerance):
+        if _within(ratio, options.tolerance):
             return ResourceReplicas(current_replicas, utilization, raw)
         return ResourceReplicas(math.ceil(ratio * ready), utilization, raw)
     if missing:
@@ -206,7 +231,11 @@ def resource_replicas(
         for name in unready:
             metrics[name] = 0
     new_ratio, _, _ = utilization_ratio(metrics, requests, target_utilization)
-    if _within(new_ratio, tolerance) or (ratio < 1.0 < new_ratio) or (ratio > 1.0 > new_ratio):
+    if (
+        _within(new_ratio, options.tolerance)
+        or (ratio < 1.0 < new_ratio)
+        or (ratio > 1.0 > new_ratio)
+    ):
         return ResourceReplicas(current_replicas, utilization, raw)
     new_replicas = math.ceil(new_ratio * len(metrics))
     if (new_ratio < 1.0 and new_replicas > current_replicas) or (

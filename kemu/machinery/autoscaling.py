@@ -25,16 +25,18 @@ def default_scale_up_rules() -> types_pb2.HPAScalingRules:
 
 
 def default_scale_down_rules() -> types_pb2.HPAScalingRules:
-    """GenerateHPAScaleDownRules' defaults: 300 s stabilization, 100% per 15 s, Max."""
-    rules = types_pb2.HPAScalingRules(
-        stabilization_window_seconds=DEFAULT_SCALE_DOWN_STABILIZATION, select_policy=MAX_POLICY
-    )
+    """GenerateHPAScaleDownRules' defaults: 100% per 15 s, Max, and no stabilization window:
+    upstream leaves it unset (defaultHPAScaleDownRules), for the controller to use its
+    --horizontal-pod-autoscaler-downscale-stabilization (maybeInitScaleDownStabilizationWindow)."""
+    rules = types_pb2.HPAScalingRules(select_policy=MAX_POLICY)
     rules.policies.add(type="Percent", value=100, period_seconds=15)
     return rules
 
 
 def _fill(rules: types_pb2.HPAScalingRules, defaults: types_pb2.HPAScalingRules) -> None:
-    if not rules.HasField("stabilization_window_seconds"):
+    if not rules.HasField("stabilization_window_seconds") and defaults.HasField(
+        "stabilization_window_seconds"
+    ):
         rules.stabilization_window_seconds = defaults.stabilization_window_seconds
     if not rules.HasField("select_policy"):
         rules.select_policy = defaults.select_policy

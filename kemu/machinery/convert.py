@@ -192,7 +192,8 @@ def message_to_dict(msg: Message, *, wire: bool = False) -> JSONObject:
     `wire`: as upstream serializes (the REST edge, kemuctl's -o json|yaml): times as metav1.Time
     (to the second) and MicroTime (to the microsecond), and the scalar fields upstream's Go
     structs have without omitempty written even when zero (openapi.always_written: the required
-    fields of upstream's OpenAPI); without it times keep what is stored and only what is set is
+    fields of upstream's OpenAPI), and their struct-valued fields even when empty
+    (openapi.empty_structs: `status: {loadBalancer: {}}`); without it times keep what is stored and only what is set is
     written, so that the registry's patch round trip loses nothing.
 
     ListFields yields only what is set (in field-number order, which is declaration order in
@@ -225,6 +226,10 @@ def message_to_dict(msg: Message, *, wire: bool = False) -> JSONObject:
     if wire:  # what upstream's encoder writes even when zero (Go fields without omitempty)
         for name, zero in openapi.always_written(msg.DESCRIPTOR):
             out.setdefault(name, zero)
+        for sub in openapi.empty_structs(msg.DESCRIPTOR):  # and its struct values, even empty
+            if sub.json_name not in out:  # (an empty JSON-held struct renders as None)
+                empty = _message_out(getattr(msg, sub.name), wire)
+                out[sub.json_name] = empty if empty is not None else {}
     return out
 
 

@@ -22,6 +22,7 @@ from google.protobuf.message import Message
 from apiserver.endpoints.inflight import MaxInflight
 from apiserver.endpoints.rest import (
     authorization,
+    deprecation,
     discovery,
     documents,
     events,
@@ -51,6 +52,7 @@ from apiserver.registry import fencing
 from apiserver.registry.registry import Registry
 from kemu.api.v1 import api_pb2, types_pb2
 from kemu.component.clock import Clock, RealClock
+from kemu.component.version import Version
 from kemu.machinery import convert, jsonutil, podgroups, subresources
 from kemu.machinery import patch as patches
 from kemu.machinery.convert import UnknownFields
@@ -208,7 +210,18 @@ class RestApi:
         target = parse_path(parts, self._registry.served)
         if target is None:
             raise NotFound("the server could not find the requested resource")
-        return await self._resource(request, target)
+        at = Version.parse(self._service.server_version().emulated_version)
+        warning = deprecation.warning(target.api_version, target.kind.kind, at)
+        if warning is None:
+            return await self._resource(request, target)
+        answer: web.StreamResponse
+        try:
+            answer = await self._resource(request, target)
+        except ApiError as e:
+            answer = _error(e)
+        if not answer.prepared:  # (a watch's headers are sent: its list has warned)
+            answer.headers.add("Warning", "299 - " + json.dumps(warning))
+        return answer
 
     # ------------------------------------------------------------ other resources
 

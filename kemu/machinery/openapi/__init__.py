@@ -14,8 +14,18 @@ Lookups:
 - `field(kind, api_version, path, minor)`: the property at a path of field names
   (("spec", "containers", "ports")); a list's or map's elements are passed through.
 - `list_map_keys(...)` / `list_type(...)`: what server-side apply merges a list by.
-- `definition_of_message(descriptor)` and `always_written(descriptor)`: the JSON encoder's view
-  of kemu's protobuf messages (kemu.machinery.convert).
+- `definition_of_message(descriptor)`, `always_written(descriptor)` and
+  `empty_structs(descriptor)`: the JSON encoder's view of kemu's protobuf messages
+  (kemu.machinery.convert).
+
+data/struct_fields.json is not generated from the wheel (its JSON schemas drop OpenAPI's
+`default`): it lists, per definition, the fields upstream's Go types declare as struct values
+(not pointers, not omitzero), which upstream's OpenAPI v3 (api/openapi-spec/v3) marks
+`"default": {}` and its JSON encoder always writes (encoding/json's omitempty never omits a
+struct): a Service's `status: {loadBalancer: {}}`, a container's `resources: {}`, a pod
+template's `metadata: {}`. Read from k8s.io/api's types.go at 1.37 (and kube-aggregator's and
+apiextensions-apiserver's for APIService and CustomResourceDefinition); kept by hand with a new
+kind (a test fails for a kind whose spec or status it lacks).
 """
 
 from __future__ import annotations
@@ -304,6 +314,33 @@ def definition_of_message(desc: Descriptor) -> Definition | None:
     """Upstream's definition of one of kemu's messages (of a kind, or reached from one)."""
     name = _message_definitions().get(desc.full_name)
     return definitions(NEWEST_MINOR)[name] if name is not None else None
+
+
+@cache
+def _struct_fields() -> Mapping[str, tuple[str, ...]]:
+    return {
+        name: tuple(str(f) for f in fields)
+        for name, fields in _load("struct_fields.json").items()
+        if isinstance(fields, list)
+    }
+
+
+@cache
+def empty_structs(desc: Descriptor) -> tuple[FieldDescriptor, ...]:
+    """The message fields of `desc` that upstream's encoder writes even when unset: its Go
+    struct-valued fields (data/struct_fields.json), those kemu's message has (a singular
+    message field). An unset one is written as its empty message, with what that one always
+    writes in turn: a Service without status is `status: {loadBalancer: {}}`."""
+    definition = definition_of_message(desc)
+    if definition is None:
+        return ()
+    by_json = {fd.json_name: fd for fd in desc.fields}
+    out = []
+    for name in _struct_fields().get(definition.name, ()):
+        fd = by_json.get(name)
+        if fd is not None and fd.message_type is not None and not fd.is_repeated:
+            out.append(fd)
+    return tuple(out)
 
 
 @cache

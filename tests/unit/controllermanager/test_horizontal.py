@@ -74,7 +74,8 @@ def test_s_hpa_3_unready_pods_count_as_zero_when_scaling_up() -> None:
 
 
 def test_s_hpa_4_missing_request_and_no_pods_are_errors() -> None:
-    with pytest.raises(MetricsError, match="no pods returned by selector"):
+    # upstream asks metrics-server first: no pod of the selector runs, so it has none
+    with pytest.raises(MetricsError, match="no metrics returned from resource metrics API"):
         resource_replicas(1, 50, "cpu", [], NOW)
     p = running_pod("a", "10m")
     p.spec.containers[0].resources.requests.clear()
@@ -165,3 +166,143 @@ async def test_s_hpa_8_controller_scales_a_deployment_up_then_down_after_the_win
         await advance(clock, 270, step=15)
         await until(1)
         tg.cancel_scope.cancel()
+
+
+def test_s_hpa_10_the_controller_managers_hpa_flags_reach_the_controller() -> None:
+    """upstream's --horizontal-pod-autoscaler-* flags (hpacontroller.go): parsed, validated
+    and bound to the controller by configure_controllers."""
+    from controllermanager import app, options
+    from controllermanager.config import HPAControllerOptions
+    from controllermanager.controller import ControllerContext
+    from controllermanager.podautoscaler import horizontal
+    from kemu.component.featuregate import FeatureGates
+
+    args = options.build_parser().parse_args(
+        ["--horizontal-pod-autoscaler-sync-period", "1s",
+         "--horizontal-pod-autoscaler-downscale-stabilization", "3s",
+         "--horizontal-pod-autoscaler-tolerance", "0.2",
+         "--horizontal-pod-autoscaler-cpu-initialization-period", "0s",
+         "--horizontal-pod-autoscaler-initial-readiness-delay", "1s",
+         "--concurrent-horizontal-pod-autoscaler-syncs", "2"]
+    )  # fmt: skip
+    configurations = options.configurations_from_args(args)
+    assert configurations.hpa_controller == HPAControllerOptions(1.0, 3.0, 0.2, 0.0, 1.0, 2)
+    assert options.configurations_from_args(
+        options.build_parser().parse_args([])
+    ).hpa_controller == HPAControllerOptions(15.0, 300.0, 0.1, 300.0, 30.0, 5)
+    clock = FakeClock()
+    fake = FakeClient(clock=clock)
+    ctx = ControllerContext(
+        client=fake,
+        informers=InformerFactory(fake, clock=clock),
+        clock=clock,
+        gates=FeatureGates.default(),
+    )
+    ctrl = app.configure_controllers(app.CONTROLLERS, configurations)[horizontal.NAME](ctx)
+    assert isinstance(ctrl, HorizontalController)
+    assert (ctrl._sync_period, ctrl._downscale_window, ctrl._workers) == (1.0, 3.0, 2)
+    assert ctrl._calculator.tolerance == 0.2
+    with pytest.raises(ValueError, match="--horizontal-pod-autoscaler-sync-period must be"):
+        HPAControllerOptions(sync_period=0)
+
+
+def test_s_hpa_11_the_cpu_initialization_period_and_tolerance_are_options() -> None:
+    """A pod that became ready 5 s ago is not yet counted for a scale-up within the default
+    5 min cpu initialization period; with the period at 0 it is (the samples of a ready pod
+    count at once). A wider tolerance keeps the count."""
+    from controllermanager.podautoscaler.replica_calculator import CalculatorOptions
+
+    young = running_pod("b", "100m")
+    young.status.start_time.seconds = int(NOW) - 10
+    young.status.conditions[0].last_transition_time.seconds = int(NOW) - 5
+    pods = [running_pod("a", "100m"), young]  # both at 100% of a 50% target
+    # default: b unready (counted at 0 for the scale-up): (100+0)/200/0.5 = 1 -> keeps 2
+    assert resource_replicas(2, 50, "cpu", pods, NOW).replicas == 2
+    now_counted = CalculatorOptions(cpu_initialization_period=0.0)
+    assert resource_replicas(2, 50, "cpu", pods, NOW, options=now_counted).replicas == 4
+    at_54 = [running_pod("a", "54m"), running_pod("b", "54m")]  # ratio 1.08
+    assert resource_replicas(2, 50, "cpu", at_54, NOW).replicas == 2
+    assert (
+        resource_replicas(2, 50, "cpu", at_54, NOW, options=CalculatorOptions(0.05)).replicas == 3
+    )
+
+
+async def test_s_hpa_12_a_target_read_is_able_to_scale_even_without_metrics() -> None:
+    """reconcileAutoscaler sets AbleToScale True SucceededGetScale once it read the target's
+    scale, before the metrics: an HPA whose pods have no metrics yet (not Running) shows it
+    beside ScalingActive False FailedGetResourceMetric (`kubectl describe hpa`)."""
+    clock = FakeClock(now=NOW)
+    deploy = make_deployment("web").replicas(1).selector(app="web").obj()
+    hpa = types_pb2.HorizontalPodAutoscaler()
+    hpa.metadata.name, hpa.metadata.namespace = "web", "default"
+    hpa.spec.scale_target_ref.kind, hpa.spec.scale_target_ref.name = "Deployment", "web"
+    hpa.spec.scale_target_ref.api_version = "apps/v1"
+    hpa.spec.max_replicas = 5
+    set_defaults_horizontal_pod_autoscaler(hpa)
+    pending = make_pod("a").labels(app="web").req(cpu="100m").obj()
+    fake = FakeClient(deploy, hpa, pending, clock=clock)
+    informers = InformerFactory(fake, clock=clock)
+    ctrl = HorizontalController(fake, informers, clock)
+    inner = (
+        "failed to get cpu utilization: unable to get metrics for resource cpu: no metrics "
+        "returned from resource metrics API"
+    )
+
+    async def events() -> dict[str, str]:
+        return {e.reason: e.message for e in (await fake.list(types_pb2.Event, "default")).items}
+
+    async with anyio.create_task_group() as tg:
+        informers.start(tg)
+        await informers.wait_for_cache_sync()
+        tg.start_soon(ctrl._recorder.run)
+        await ctrl.reconcile(await fake.get(types_pb2.HorizontalPodAutoscaler, "web", "default"))
+
+        async def recorded() -> bool:
+            return len(await events()) == 2
+
+        await eventually(recorded, timeout=2, interval=0.01)
+        tg.cancel_scope.cancel()
+    got = await fake.get(types_pb2.HorizontalPodAutoscaler, "web", "default")
+    conditions = {c.type: (c.status, c.reason, c.message) for c in got.status.conditions}
+    assert conditions["AbleToScale"] == (
+        "True",
+        "SucceededGetScale",
+        "the HPA controller was able to get the target's current scale",
+    )
+    # S-HPA-14: upstream's events and messages (getUnableComputeReplicaCountCondition, then
+    # computeReplicasForMetrics' "invalid metrics" error)
+    assert conditions["ScalingActive"] == (
+        "False",
+        "FailedGetResourceMetric",
+        f"the HPA was unable to compute the replica count: {inner}",
+    )
+    assert await events() == {
+        "FailedGetResourceMetric": inner,
+        "FailedComputeMetricsReplicas": "invalid metrics (1 invalid out of 1), first error is: "
+        f"failed to get cpu resource metric value: {inner}",
+    }
+
+
+def test_s_hpa_13_a_behaviors_scale_down_window_defaults_to_the_controllers_flag() -> None:
+    """Upstream's API defaults fill a behavior's rules but leave scaleDown's
+    stabilizationWindowSeconds unset (GenerateHPAScaleDownRules); the controller uses its
+    --horizontal-pod-autoscaler-downscale-stabilization there
+    (maybeInitScaleDownStabilizationWindow). A window the HPA sets wins."""
+    hpa = types_pb2.HorizontalPodAutoscaler()
+    hpa.spec.behavior.scale_down.select_policy = "Max"
+    set_defaults_horizontal_pod_autoscaler(hpa)
+    down = hpa.spec.behavior.scale_down
+    assert not down.HasField("stabilization_window_seconds")
+    assert [(p.type, p.value, p.period_seconds) for p in down.policies] == [("Percent", 100, 15)]
+    assert hpa.spec.behavior.scale_up.stabilization_window_seconds == 0
+    h = _History()
+    # a recommendation of 5 ten seconds ago, now 1: a 5 s window has forgotten it
+    normalize_with_behaviors(h, hpa.spec.behavior, 5, 5, 1, 10, NOW - 10, 5.0)
+    assert normalize_with_behaviors(h, hpa.spec.behavior, 5, 1, 1, 10, NOW, 5.0)[0] == 1
+    h = _History()
+    normalize_with_behaviors(h, hpa.spec.behavior, 5, 5, 1, 10, NOW - 10)
+    assert normalize_with_behaviors(h, hpa.spec.behavior, 5, 1, 1, 10, NOW)[0] == 5  # 300 s
+    down.stabilization_window_seconds = 0
+    h = _History()
+    normalize_with_behaviors(h, hpa.spec.behavior, 5, 5, 1, 10, NOW - 10)
+    assert normalize_with_behaviors(h, hpa.spec.behavior, 5, 1, 1, 10, NOW)[0] == 1

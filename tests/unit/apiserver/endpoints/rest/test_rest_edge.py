@@ -447,3 +447,16 @@ def test_paths_of_the_workload_api_follow_the_served_versions() -> None:
         "scheduling.k8s.io"
     ]
     assert versions == ["v1", "v1alpha1"]
+
+
+def test_s_eps_8_v1_endpoints_warn_as_deprecated_from_1_33() -> None:
+    """KEP-4974 (kubernetes/kubernetes#130098): every request for v1 Endpoints at 1.33 or
+    later carries upstream's deprecation warning; before 1.33, and other kinds, none."""
+    from apiserver.endpoints.rest import deprecation
+    from kemu.component.version import Version
+
+    text = deprecation.warning("v1", "Endpoints", Version(1, 37))
+    assert text == "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"
+    assert deprecation.warning("v1", "Endpoints", Version(1, 33)) == text
+    assert deprecation.warning("v1", "Endpoints", Version(1, 32)) is None
+    assert deprecation.warning("discovery.k8s.io/v1", "EndpointSlice", Version(1, 37)) is None
