@@ -18,7 +18,7 @@ Lookups:
   `empty_structs(descriptor)`: the JSON encoder's view of kemu's protobuf messages
   (kemu.machinery.convert).
 
-data/struct_fields.json is not generated from the wheel (its JSON schemas drop OpenAPI's
+struct_fields.json is not generated from the wheel (its JSON schemas drop OpenAPI's
 `default`): it lists, per definition, the fields upstream's Go types declare as struct values
 (not pointers, not omitzero), which upstream's OpenAPI v3 (api/openapi-spec/v3) marks
 `"default": {}` and its JSON encoder always writes (encoding/json's omitempty never omits a
@@ -320,7 +320,9 @@ def definition_of_message(desc: Descriptor) -> Definition | None:
 def _struct_fields() -> Mapping[str, tuple[str, ...]]:
     return {
         name: tuple(str(f) for f in fields)
-        for name, fields in _load("struct_fields.json").items()
+        for name, fields in json.loads(
+            resources.files(__package__).joinpath("struct_fields.json").read_text()
+        ).items()
         if isinstance(fields, list)
     }
 
@@ -328,7 +330,7 @@ def _struct_fields() -> Mapping[str, tuple[str, ...]]:
 @cache
 def empty_structs(desc: Descriptor) -> tuple[FieldDescriptor, ...]:
     """The message fields of `desc` that upstream's encoder writes even when unset: its Go
-    struct-valued fields (data/struct_fields.json), those kemu's message has (a singular
+    struct-valued fields (struct_fields.json), those kemu's message has (a singular
     message field). An unset one is written as its empty message, with what that one always
     writes in turn: a Service without status is `status: {loadBalancer: {}}`."""
     definition = definition_of_message(desc)

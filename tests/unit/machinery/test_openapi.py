@@ -84,7 +84,7 @@ def test_wire_json_writes_what_upstreams_encoder_always_writes() -> None:
 
 
 def test_s_api_json_5_struct_fields_are_upstreams_object_refs() -> None:
-    """data/struct_fields.json against upstream's OpenAPI: each listed field is a property of
+    """struct_fields.json against upstream's OpenAPI: each listed field is a property of
     its definition that refers to an object definition (a Go struct value, which upstream's
     OpenAPI v3 marks `default: {}`), never a list, map or scalar."""
     defs = openapi.definitions(openapi.NEWEST_MINOR)
@@ -185,7 +185,7 @@ def _modelled(msg: Message, parent: str, field: str) -> bool:
 
 def test_s_api_json_5_every_kinds_spec_and_status_are_listed_struct_values() -> None:
     """Every kind kemu serves declares its spec and status as struct values upstream (never
-    pointers): a kind added without its entry in data/struct_fields.json fails here."""
+    pointers): a kind added without its entry in struct_fields.json fails here."""
     listed = openapi._struct_fields()
     for kind in KINDS:
         for gv in kind.api_versions_at(openapi.NEWEST_MINOR):
