@@ -1408,9 +1408,9 @@ def _pod_template(w: Writer, template: types_pb2.PodTemplateSpec) -> None:
     else:
         w.line(1, "Volumes:")
         for v in volumes:
-            w.line(2, f" {v.name}:")
+            w.line(1, f" {v.name}:")
             for key, value in _volume_lines(v):
-                w.line(3, key, value)
+                w.line(2, key, value)
     if spec.priority_class_name:
         w.line(1, "Priority Class Name:", spec.priority_class_name)
     w.multiline(0, "  Node-Selectors", _pairs(spec.node_selector))
@@ -2180,6 +2180,340 @@ def describe_unstructured(
     return w.render()
 
 
+# ------------------------------------------------ workloads, namespaces (issue #57 gcquota)
+
+
+def _selector_string(selector: types_pb2.LabelSelector) -> str:
+    """metav1.LabelSelectorAsSelector(...).String(): "" for an empty selector."""
+    text = kinds_printers.format_label_selector(selector)
+    return "" if text == NONE else text
+
+
+def _template_without_hash(template: types_pb2.PodTemplateSpec) -> bytes:
+    t = types_pb2.PodTemplateSpec()
+    t.CopyFrom(template)
+    t.metadata.labels.pop("pod-template-hash", None)
+    return t.SerializeToString(deterministic=True)
+
+
+def _replica_sets_text(sets: list[types_pb2.ReplicaSet]) -> str:
+    """printReplicaSetsByLabels."""
+    text = ", ".join(
+        f"{rs.metadata.name} ({rs.status.replicas}/{rs.spec.replicas} replicas created)"
+        for rs in sets
+    )
+    return text or NONE
+
+
+def describe_deployment(
+    d: types_pb2.Deployment,
+    replica_sets: list[types_pb2.ReplicaSet],
+    events: list[types_pb2.Event],
+    now: float,
+) -> str:
+    """describeDeployment; the new ReplicaSet is the owned one whose template is the
+    deployment's (pod-template-hash aside), the others are old (deploymentutil)."""
+    owned = sorted(
+        (
+            rs
+            for rs in replica_sets
+            if any(r.controller and r.uid == d.metadata.uid for r in rs.metadata.owner_references)
+        ),
+        key=lambda rs: rs.metadata.creation_timestamp.seconds,
+    )
+    mine = _template_without_hash(d.spec.template)
+    new = next((rs for rs in owned if _template_without_hash(rs.spec.template) == mine), None)
+    old = [rs for rs in owned if rs is not new]
+    w = Writer()
+    w.line(0, "Name:", d.metadata.name)
+    w.line(0, "Namespace:", d.metadata.namespace)
+    w.line(0, "CreationTimestamp:", rfc1123(d.metadata.creation_timestamp))
+    w.multiline(0, "Labels", _pairs(d.metadata.labels))
+    w.multiline(0, "Annotations", annotation_lines(d.metadata.annotations))
+    w.line(0, "Selector:", _selector_string(d.spec.selector))
+    st = d.status
+    w.line(
+        0,
+        "Replicas:",
+        f"{d.spec.replicas} desired | {st.updated_replicas} updated | {st.replicas} total | "
+        f"{st.available_replicas} available | {st.unavailable_replicas} unavailable",
+    )
+    w.line(0, "StrategyType:", d.spec.strategy.type)
+    w.line(0, "MinReadySeconds:", str(d.spec.min_ready_seconds))
+    if d.spec.strategy.HasField("rolling_update"):
+        ru = d.spec.strategy.rolling_update
+        w.line(
+            0,
+            "RollingUpdateStrategy:",
+            f"{_int_or_str(ru.max_unavailable)} max unavailable, "
+            f"{_int_or_str(ru.max_surge)} max surge",
+        )
+    _pod_template(w, d.spec.template)
+    if st.conditions:
+        w.line(0, "Conditions:")
+        w.line(1, "Type", "Status", "Reason")
+        w.line(1, "----", "------", "------")
+        for c in st.conditions:
+            w.line(1, f"{c.type} ", c.status, c.reason)
+    if owned:
+        w.line(0, "OldReplicaSets:", _replica_sets_text(old))
+        w.line(0, "NewReplicaSet:", _replica_sets_text([new] if new is not None else []))
+    describe_events(w, events, now)
+    return w.render()
+
+
+def _controller_of(meta: types_pb2.ObjectMeta) -> str:
+    ref = next((r for r in meta.owner_references if r.controller), None)
+    return f"{ref.kind}/{ref.name}" if ref is not None else ""
+
+
+def describe_replica_set(
+    rs: types_pb2.ReplicaSet,
+    pods: list[types_pb2.Pod],
+    events: list[types_pb2.Event],
+    now: float,
+) -> str:
+    w = Writer()
+    w.line(0, "Name:", rs.metadata.name)
+    w.line(0, "Namespace:", rs.metadata.namespace)
+    w.line(0, "Selector:", _selector(rs.spec.selector))
+    w.multiline(0, "Labels", _pairs(rs.metadata.labels))
+    w.multiline(0, "Annotations", annotation_lines(rs.metadata.annotations))
+    if controlled := _controller_of(rs.metadata):
+        w.line(0, "Controlled By:", controlled)
+    w.line(0, "Replicas:", f"{rs.status.replicas} current / {rs.spec.replicas} desired")
+    w.line(0, "Pods Status:", _pod_counts(pods, rs.metadata.uid))
+    _pod_template(w, rs.spec.template)
+    if rs.status.conditions:
+        w.line(0, "Conditions:")
+        w.line(1, "Type", "Status", "Reason")
+        w.line(1, "----", "------", "------")
+        for c in rs.status.conditions:
+            w.line(1, f"{c.type} ", c.status, c.reason)
+    describe_events(w, events, now)
+    return w.render()
+
+
+def describe_job(job: types_pb2.Job, events: list[types_pb2.Event], now: float) -> str:
+    w = Writer()
+    spec, st = job.spec, job.status
+    w.line(0, "Name:", job.metadata.name)
+    w.line(0, "Namespace:", job.metadata.namespace)
+    w.line(0, "Selector:", _selector_string(spec.selector))
+    w.multiline(0, "Labels", _pairs(job.metadata.labels))
+    w.multiline(0, "Annotations", annotation_lines(job.metadata.annotations))
+    if controlled := _controller_of(job.metadata):
+        w.line(0, "Controlled By:", controlled)
+    if spec.HasField("parallelism"):
+        w.line(0, "Parallelism:", str(spec.parallelism))
+    w.line(0, "Completions:", str(spec.completions) if spec.HasField("completions") else "<unset>")
+    if spec.HasField("completion_mode"):
+        w.line(0, "Completion Mode:", spec.completion_mode)
+    if spec.HasField("suspend"):
+        w.line(0, "Suspend:", str(spec.suspend).lower())
+    if spec.HasField("backoff_limit"):
+        w.line(0, "Backoff Limit:", str(spec.backoff_limit))
+    if spec.HasField("ttl_seconds_after_finished"):
+        w.line(0, "TTL Seconds After Finished:", str(spec.ttl_seconds_after_finished))
+    if st.HasField("start_time"):
+        w.line(0, "Start Time:", rfc1123(st.start_time))
+    if st.HasField("completion_time"):
+        w.line(0, "Completed At:", rfc1123(st.completion_time))
+    if st.HasField("start_time") and st.HasField("completion_time"):
+        took = st.completion_time.seconds - st.start_time.seconds
+        w.line(0, "Duration:", _human_duration(took))
+    if spec.HasField("active_deadline_seconds"):
+        w.line(0, "Active Deadline Seconds:", f"{spec.active_deadline_seconds}s")
+    if st.HasField("ready"):
+        counts = f"{st.active} Active ({st.ready} Ready) / {st.succeeded} Succeeded / "
+    else:
+        counts = f"{st.active} Active / {st.succeeded} Succeeded / "
+    w.line(0, "Pods Statuses:", counts + f"{st.failed} Failed")
+    _pod_template(w, spec.template)
+    describe_events(w, events, now)
+    return w.render()
+
+
+def _optional(message: Message, field: str, suffix: str = "") -> str:
+    return f"{getattr(message, field)}{suffix}" if message.HasField(field) else "<unset>"
+
+
+def describe_cron_job(cj: types_pb2.CronJob, events: list[types_pb2.Event], now: float) -> str:
+    w = Writer()
+    spec = cj.spec
+    w.line(0, "Name:", cj.metadata.name)
+    w.line(0, "Namespace:", cj.metadata.namespace)
+    w.multiline(0, "Labels", _pairs(cj.metadata.labels))
+    w.multiline(0, "Annotations", annotation_lines(cj.metadata.annotations))
+    w.line(0, "Schedule:", spec.schedule)
+    w.line(0, "Concurrency Policy:", spec.concurrency_policy)
+    w.line(0, "Suspend:", str(spec.suspend) if spec.HasField("suspend") else "<unset>")
+    w.line(0, "Time Zone:", _optional(spec, "time_zone"))
+    w.line(0, "Successful Job History Limit:", _optional(spec, "successful_jobs_history_limit"))
+    w.line(0, "Failed Job History Limit:", _optional(spec, "failed_jobs_history_limit"))
+    w.line(0, "Starting Deadline Seconds:", _optional(spec, "starting_deadline_seconds", "s"))
+    js = spec.job_template.spec
+    sel = _selector_string(js.selector) if js.HasField("selector") else "<unset>"
+    w.line(0, "Selector:", sel)
+    w.line(0, "Parallelism:", _optional(js, "parallelism"))
+    w.line(0, "Completions:", _optional(js, "completions"))
+    if js.HasField("active_deadline_seconds"):
+        w.line(0, "Active Deadline Seconds:", f"{js.active_deadline_seconds}s")
+    _pod_template(w, js.template)
+    last = cj.status.last_schedule_time
+    w.line(
+        0,
+        "Last Schedule Time:",
+        rfc1123(last) if cj.status.HasField("last_schedule_time") else "<unset>",
+    )
+    w.line(0, "Active Jobs:", ", ".join(j.name for j in cj.status.active) or NONE)
+    describe_events(w, events, now)
+    return w.render()
+
+
+def describe_daemon_set(
+    ds: types_pb2.DaemonSet,
+    pods: list[types_pb2.Pod],
+    events: list[types_pb2.Event],
+    now: float,
+) -> str:
+    w = Writer()
+    st = ds.status
+    w.line(0, "Name:", ds.metadata.name)
+    w.line(0, "Namespace:", ds.metadata.namespace)
+    w.line(0, "Selector:", _selector_string(ds.spec.selector))
+    w.line(0, "Node-Selector:", ",".join(_pairs(ds.spec.template.spec.node_selector)) or NONE)
+    w.multiline(0, "Labels", _pairs(ds.metadata.labels))
+    w.multiline(0, "Annotations", annotation_lines(ds.metadata.annotations))
+    w.line(0, f"Desired Number of Nodes Scheduled: {st.desired_number_scheduled}")
+    w.line(0, f"Current Number of Nodes Scheduled: {st.current_number_scheduled}")
+    w.line(0, f"Number of Nodes Scheduled with Up-to-date Pods: {st.updated_number_scheduled}")
+    w.line(0, f"Number of Nodes Scheduled with Available Pods: {st.number_available}")
+    w.line(0, f"Number of Nodes Misscheduled: {st.number_misscheduled}")
+    w.line(0, "Pods Status:", _pod_counts(pods, ds.metadata.uid))
+    _pod_template(w, ds.spec.template)
+    describe_events(w, events, now)
+    return w.render()
+
+
+def describe_stateful_set(
+    ss: types_pb2.StatefulSet,
+    pods: list[types_pb2.Pod],
+    events: list[types_pb2.Event],
+    now: float,
+) -> str:
+    w = Writer()
+    w.line(0, "Name:", ss.metadata.name)
+    w.line(0, "Namespace:", ss.metadata.namespace)
+    w.line(0, "CreationTimestamp:", rfc1123(ss.metadata.creation_timestamp))
+    w.line(0, "Selector:", _selector_string(ss.spec.selector))
+    w.multiline(0, "Labels", _pairs(ss.metadata.labels))
+    w.multiline(0, "Annotations", annotation_lines(ss.metadata.annotations))
+    w.line(0, "Replicas:", f"{ss.spec.replicas} desired | {ss.status.replicas} total")
+    w.line(0, "Update Strategy:", ss.spec.update_strategy.type)
+    if ss.spec.update_strategy.HasField("rolling_update"):
+        ru = ss.spec.update_strategy.rolling_update
+        if ru.HasField("partition"):
+            w.line(1, "Partition:", str(ru.partition))
+            if ru.HasField("max_unavailable"):
+                w.line(1, "MaxUnavailable:", _int_or_str(ru.max_unavailable))
+    w.line(0, "Pods Status:", _pod_counts(pods, ss.metadata.uid))
+    _pod_template(w, ss.spec.template)
+    templates = list(ss.spec.volume_claim_templates)
+    if not templates:
+        w.line(0, "Volume Claims:", NONE)
+    else:
+        w.line(0, "Volume Claims:")
+        for pvc in templates:
+            w.line(1, "Name:", pvc.metadata.name)
+            w.line(1, "StorageClass:", _pvc_class(pvc))
+            w.multiline(0, "  Labels", _pairs(pvc.metadata.labels))
+            w.multiline(0, "  Annotations", _pairs(pvc.metadata.annotations))
+            storage_ = pvc.spec.resources.requests.get("storage")
+            w.line(1, "Capacity:", _qty(storage_) if storage_ else "<default>")
+            w.line(1, "Access Modes:", _go_list(pvc.spec.access_modes))
+    describe_events(w, events, now)
+    return w.render()
+
+
+def describe_namespace(
+    ns: types_pb2.Namespace,
+    quotas: list[types_pb2.ResourceQuota],
+    ranges: list[types_pb2.LimitRange],
+) -> str:
+    """describeNamespace: status, conditions, the namespace's quotas and limit ranges."""
+    w = Writer()
+    w.line(0, "Name:", ns.metadata.name)
+    w.multiline(0, "Labels", _pairs(ns.metadata.labels))
+    w.multiline(0, "Annotations", annotation_lines(ns.metadata.annotations))
+    w.line(0, "Status:", ns.status.phase)
+    if ns.status.conditions:
+        w.line(0, "Conditions:")
+        w.line(1, "Type", "Status", "LastTransitionTime", "Reason", "Message")
+        w.line(1, "----", "------", "------------------", "------", "-------")
+        for c in ns.status.conditions:
+            when = rfc1123(c.last_transition_time)
+            w.line(1, c.type, c.status, when, c.reason, c.message)
+    w.line(0, "")
+    if not quotas:
+        w.line(0, "No resource quota.")
+    else:
+        w.line(0, "Resource Quotas")
+        for q in sorted(quotas, key=lambda q: q.metadata.name):
+            w.line(1, "Name:", q.metadata.name)
+            if q.spec.scopes:
+                scopes = sorted(q.spec.scopes)
+                w.line(1, "Scopes:", ", ".join(scopes))
+                for scope in scopes:
+                    if scope in _SCOPE_HELP:
+                        w.line(1, f"* {_SCOPE_HELP[scope]}")
+            w.line(1, "Resource", "Used", "Hard")
+            w.line(1, "--------", "---", "---")
+            for name in sorted(q.status.hard):
+                used = q.status.used.get(name, "0")
+                w.line(1, name, _qty(used), _qty(q.status.hard[name]))
+    w.line(0, "")
+    if not ranges:
+        w.line(0, "No LimitRange resource.")
+    else:
+        w.line(0, "Resource Limits")
+        columns = ("Type", "Resource", "Min", "Max", "Default Request", "Default Limit")
+        w.line(0, " " + columns[0], *columns[1:], "Max Limit/Request Ratio")
+        w.line(0, " ----", *("-" * len(c) for c in columns[1:]), "-----------------------")
+        for lr in ranges:
+            for item in lr.spec.limits:
+                fields = (
+                    item.min,
+                    item.max,
+                    item.default_request,
+                    item.default_limit,
+                    item.max_limit_request_ratio,
+                )
+                for name in sorted({k for f in fields for k in f}):
+                    values = (_qty(f[name]) if name in f else "-" for f in fields)
+                    w.line(0, f" {item.type}", name, *values)
+    return w.render()
+
+
+def describe_csi_node(node: types_pb2.CSINode, events: list[types_pb2.Event], now: float) -> str:
+    w = Writer()
+    _header(w, node, namespace=False)
+    w.line(0, "CreationTimestamp:", rfc1123(node.metadata.creation_timestamp))
+    w.line(0, "Spec:")
+    if node.spec.drivers:
+        w.line(1, "Drivers:")
+        for d in node.spec.drivers:
+            w.line(2, f"{d.name}:")
+            w.line(3, "Node ID:", d.node_id)
+            if d.HasField("allocatable") and d.allocatable.HasField("count"):
+                w.line(3, "Allocatables:")
+                w.line(4, "Count:", str(d.allocatable.count))
+            if d.topology_keys:
+                w.line(3, "Topology Keys:", _go_list(d.topology_keys))
+    describe_events(w, events, now)
+    return w.render()
+
+
 async def register_custom_kinds(ctx: Context) -> None:
     """Registers the kind of every established CRD's custom resources in this process."""
     crds = await ctx.client.list_all(types_pb2.CustomResourceDefinition)
@@ -2197,7 +2531,21 @@ async def describe_more(
     services: dict[str, types_pb2.Service] = {}
     slices: list[types_pb2.EndpointSlice] = []
     ns = object_meta(obj).namespace
-    if isinstance(obj, types_pb2.ReplicationController):
+    if isinstance(obj, types_pb2.Namespace):
+        name = obj.metadata.name
+        quotas = list((await ctx.client.list_all(types_pb2.ResourceQuota, name)).items)
+        ranges = list((await ctx.client.list_all(types_pb2.LimitRange, name)).items)
+        return describe_namespace(obj, quotas, ranges)
+    if isinstance(obj, types_pb2.Deployment):
+        sets = list((await ctx.client.list_all(types_pb2.ReplicaSet, ns)).items)
+        return describe_deployment(obj, sets, events, now)
+    if isinstance(
+        obj,
+        types_pb2.ReplicationController
+        | types_pb2.ReplicaSet
+        | types_pb2.DaemonSet
+        | types_pb2.StatefulSet,
+    ):
         pods = list((await ctx.client.list_all(types_pb2.Pod, ns)).items)
     if isinstance(obj, types_pb2.Ingress):
         listed = (await ctx.client.list_all(types_pb2.Service, ns)).items
@@ -2250,4 +2598,16 @@ def describe_known(
         return describe_pdb(obj, events, now)
     if isinstance(obj, types_pb2.StorageClass):
         return describe_storage_class(obj, events, now)
+    if isinstance(obj, types_pb2.ReplicaSet):
+        return describe_replica_set(obj, pods, events, now)
+    if isinstance(obj, types_pb2.DaemonSet):
+        return describe_daemon_set(obj, pods, events, now)
+    if isinstance(obj, types_pb2.StatefulSet):
+        return describe_stateful_set(obj, pods, events, now)
+    if isinstance(obj, types_pb2.Job):
+        return describe_job(obj, events, now)
+    if isinstance(obj, types_pb2.CronJob):
+        return describe_cron_job(obj, events, now)
+    if isinstance(obj, types_pb2.CSINode):
+        return describe_csi_node(obj, events, now)
     return None
