@@ -393,6 +393,8 @@ spec:
   limits:
   - type: PersistentVolumeClaim
     max: {{storage: 4Gi}}
+  - type: Container
+    max: {{cpu: "3"}}
 ---
 apiVersion: v1
 kind: ResourceQuota
@@ -411,7 +413,7 @@ spec:
 
 @pytest.fixture(scope="module")
 def updates_ns(kubectl: Kubectl) -> str:
-    """A namespace with a PVC LimitRange (max 4Gi), a quota (requests.storage 2Gi, no load
+    """A namespace with a LimitRange (PVC max 4Gi, container max 3 cpu), a quota (requests.storage 2Gi, no load
     balancer, 1 cpu) once computed, and a 1Gi claim made Bound (expandable)."""
     ns = kubectl.namespace("quota-upd")
     limits_and_quota = "---\n".join(_UPDATES.format(ns=ns).split("---\n")[:2])
@@ -468,7 +470,8 @@ def test_s_api_limit_pvc_3_claims_bounded_on_create_and_expansion(
 
 def test_s_api_quota_upd_5_service_type_and_pod_resize(kubectl: Kubectl, updates_ns: str) -> None:
     """S-API-QUOTA-UPD-5: a Service turned LoadBalancer under services.loadbalancers=0, and a
-    pod resized past requests.cpu, are refused with upstream's messages."""
+    pod resized past requests.cpu, are refused with upstream's messages; a resize past the
+    LimitRange's max is LimitRanger's refusal."""
     ns = updates_ns
     kubectl.run("create", "service", "clusterip", "web", "-n", ns, "--tcp=80:80")
     err = _refused(
@@ -494,4 +497,11 @@ def test_s_api_quota_upd_5_service_type_and_pod_resize(kubectl: Kubectl, updates
     assert (
         'pods "r" is forbidden: exceeded quota: updates, requested: requests.cpu=1500m, '
         "used: requests.cpu=500m, limited: requests.cpu=1"
+    ) in err
+    # LimitRanger checks a resize as a new pod, before the quota
+    resize = resize.replace('"2"', '"4"')
+    err = _refused(kubectl, "patch", "pod", "r", "-n", ns, "--subresource=resize", "-p", resize)
+    assert (
+        'pods "r" is forbidden: [maximum cpu usage per Container is 3, but limit is 4, '
+        "maximum cpu usage per Container is 3, but request is 4]"
     ) in err
