@@ -198,3 +198,18 @@ def test_s_gc_cr_4_custom_resources_owned_by_a_deployment_and_a_custom_resource(
         ),
         timeout=15,
     )
+
+
+def test_s_gc_cr_5_deleting_a_crd_collects_the_dependents_of_its_resources(
+    kubectl: Kubectl,
+) -> None:
+    """A CRD created now (its monitor starts), one of its resources owning a ConfigMap; the
+    CRD deleted: its resources go (the CRD finalizer), then their dependents (the
+    collector), and the CRD's monitor stops."""
+    ns = kubectl.namespace("gc-cr")
+    kubectl.run("apply", "-f", "-", stdin=json.dumps(_crd("Doodad", "doodads", "Namespaced")))
+    kubectl.run("wait", "--for=condition=Established", f"crd/doodads.{GROUP}", "--timeout=10s")
+    doodad = _apply(kubectl, ns, _custom("Doodad", "d1"))
+    _apply(kubectl, ns, _configmap("of-doodad", _ref(doodad)))
+    kubectl.run("delete", "crd", f"doodads.{GROUP}", "--wait=false")
+    eventually_sync(lambda: _gone(kubectl, ns, "configmap/of-doodad"), timeout=15)
