@@ -816,10 +816,15 @@ async def describe_object(ctx: Context, obj: Message, api_version: str = "") -> 
         return describe_config_map(obj, events, now)
     if isinstance(obj, types_pb2.PersistentVolume):
         return describe_persistent_volume(obj, events, now)
-    if isinstance(obj, types_pb2.Service | types_pb2.PersistentVolumeClaim):
+    if isinstance(obj, types_pb2.Service):
+        slices = await ctx.client.list_all(
+            types_pb2.EndpointSlice,
+            obj.metadata.namespace,
+            label_selector=f"kubernetes.io/service-name={obj.metadata.name}",
+        )
+        return describe_service(obj, list(slices.items), events, now)
+    if isinstance(obj, types_pb2.PersistentVolumeClaim):
         pods = list((await ctx.client.list_all(types_pb2.Pod, obj.metadata.namespace)).items)
-        if isinstance(obj, types_pb2.Service):
-            return describe_service(obj, pods, events, now)
         return describe_persistent_volume_claim(obj, pods, events, now)
     described = await describe_more(ctx, obj, events, now)
     if described is not None:
@@ -940,47 +945,14 @@ def describe_config_map(cm: types_pb2.ConfigMap, events: list[types_pb2.Event], 
     return w.render()
 
 
-def _ready(pod: types_pb2.Pod) -> bool:
-    return any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions)
-
-
-def _target_port(pod: types_pb2.Pod, port: types_pb2.ServicePort) -> int:
-    tp = port.target_port
-    if tp.str_val:
-        for c in pod.spec.containers:
-            for cp in c.ports:
-                if cp.name == tp.str_val:
-                    return cp.container_port
-        return 0
-    return tp.int_val or port.port
-
-
-def _endpoints_text(
-    svc: types_pb2.Service, port: types_pb2.ServicePort, pods: list[types_pb2.Pod]
-) -> str:
-    """The ready endpoints of the port, as kubectl's formatEndpointSlices: the first three,
-    then ` + N more...`; the endpoints are the ready pods the selector picks (what the
-    endpointslice controller would publish)."""
-    if not svc.spec.selector:
-        return NONE
-    found = []
-    for p in sorted(pods, key=lambda p: p.status.pod_ip):
-        labels = p.metadata.labels
-        if not all(labels.get(k) == v for k, v in svc.spec.selector.items()):
-            continue
-        target = _target_port(p, port)
-        if p.status.pod_ip and _ready(p) and target:
-            found.append(f"{p.status.pod_ip}:{target}")
-    if not found:
-        return NONE
-    more = len(found) - 3
-    return ",".join(found[:3]) + (f" + {more} more..." if more > 0 else "")
-
-
 def describe_service(
-    svc: types_pb2.Service, pods: list[types_pb2.Pod], events: list[types_pb2.Event], now: float
+    svc: types_pb2.Service,
+    slices: list[types_pb2.EndpointSlice],
+    events: list[types_pb2.Event],
+    now: float,
 ) -> str:
-    """kubectl's describeService."""
+    """kubectl's describeService: each port's endpoints from the Service's EndpointSlices
+    (formatEndpointSlices)."""
     spec = svc.spec
     w = Writer()
     w.line(0, "Name:", svc.metadata.name)
@@ -997,7 +969,7 @@ def describe_service(
     if spec.external_ips:
         w.line(0, "External IPs:", ",".join(spec.external_ips))
     if spec.load_balancer_ip:
-        w.line(0, "IP:", spec.load_balancer_ip)
+        w.line(0, "Desired LoadBalancer IP:", spec.load_balancer_ip)
     if spec.external_name:
         w.line(0, "External Name:", spec.external_name)
     ingress = [i.ip or i.hostname for i in svc.status.load_balancer.ingress]
@@ -1009,9 +981,11 @@ def describe_service(
         tp = port.target_port
         target = tp.str_val if tp.str_val else str(tp.int_val)
         w.line(0, "TargetPort:", f"{target}/{port.protocol}")
+        if port.HasField("app_protocol"):
+            w.line(0, "AppProtocol:", port.app_protocol)
         if port.node_port:
             w.line(0, "NodePort:", name, f"{port.node_port}/{port.protocol}")
-        w.line(0, "Endpoints:", _endpoints_text(svc, port, pods))
+        w.line(0, "Endpoints:", format_endpoint_slices(slices, {port.name}))
     w.line(0, "Session Affinity:", spec.session_affinity)
     if spec.external_traffic_policy:
         w.line(0, "External Traffic Policy:", spec.external_traffic_policy)
