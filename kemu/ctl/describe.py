@@ -242,8 +242,8 @@ def _describe_container_spec(
                 f"{getattr(p, field)}/{p.protocol or 'TCP'}" + (f" ({p.name})" if p.name else "")
                 for p in c.ports
             ]
-            if ports:
-                w.line(2, f"{title}:", ", ".join(ports))
+            if ports:  # kubectl's Ports/Host Ports when there are several
+                w.line(2, f"{title}s:" if len(ports) > 1 else f"{title}:", ", ".join(ports))
         for values, title in ((c.command, "Command"), (c.args, "Args")):
             if values:
                 w.line(2, f"{title}:")
@@ -457,7 +457,7 @@ def describe_pod(pod: types_pb2.Pod, events: list[types_pb2.Event], now: float) 
         w.line(0, "Reason:", pod.status.reason)
     if pod.status.message:
         w.line(0, "Message:", " ".join(pod.status.message.split()))
-    w.line(0, "IP:", pod.status.pod_ip or NONE)
+    w.line(0, "IP:", pod.status.pod_ip)  # (kubectl: empty until the pod has one)
     if pod.status.pod_ips:
         w.line(0, "IPs:")
         for ip in pod.status.pod_ips:
