@@ -41,7 +41,8 @@ _LEGACY_COUNTS: Final = {
 def count_name(kind: Kind) -> str:
     """count/<resource>[.<group>] (generic's ObjectCountQuotaResourceNameFor)."""
     group = kind.api_version.rpartition("/")[0]
-    return f"count/{kind.resource}" + (f".{group}" if group else "")
+    # (a custom resource's `resource` is plural.group already)
+    return f"count/{kind.path_resource}" + (f".{group}" if group else "")
 
 
 def _one() -> Quantity:

@@ -11,7 +11,7 @@ import pytest
 from kemu.api.v1 import types_pb2
 from kemu.machinery import limit_ranger, quota
 from kemu.machinery.errors import Forbidden
-from kemu.machinery.kinds import BY_KIND
+from kemu.machinery.kinds import BY_KIND, Kind
 from kemu.machinery.validation.objects import validate_object
 
 
@@ -142,3 +142,20 @@ def test_s_api_quota_service_type_change_and_pod_resize() -> None:
         "pods": "1",
     }
     assert quota.charge(pod("250m"), "pods", "p", cpu, 0.0, pod("500m")) is None
+
+
+def test_s_api_quota_count_of_a_custom_resource() -> None:
+    """S-API-QUOTA-UPD-6: a custom resource's object count is count/<plural>.<group>
+    (ObjectCountQuotaResourceNameFor), not its group twice."""
+    widgets = Kind(
+        "Widget",
+        "widgets.example.com",
+        "example.com/v1",
+        True,
+        types_pb2.CustomObject,
+        "custom_object",
+        plural="widgets",
+    )
+    assert quota.count_name(widgets) == "count/widgets.example.com"
+    assert quota.count_name(BY_KIND["Deployment"]) == "count/deployments.apps"
+    assert quota.count_name(BY_KIND["ConfigMap"]) == "count/configmaps"
