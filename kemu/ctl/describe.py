@@ -2,8 +2,9 @@
 
 Pods and nodes have their own describers (with what kemu is about: priority, the nominated
 node, conditions such as DisruptionTarget and PodResizePending, allocated and actual
-resources, the pods bound to and nominated for a node); every other kind gets a generic one.
-Every description ends with the events about the object.
+resources, the pods bound to and nominated for a node); the kinds kubectl has a describer for
+get kubectl's layout, every other kind kubectl's generic describer (the block at the end).
+Descriptions end with the events about the object where kubectl's do.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from kemu.ctl.common import (
     CtlError,
     format_api_error,
     namespace_for,
-    plain,
     split_targets,
 )
 from kemu.ctl.tabwriter import align
@@ -680,64 +680,6 @@ def describe_node(
                 _fraction("memory", req.get("memory", 0), allocatable),
             )
     describe_events(w, events, now)
-    return w.render()
-
-
-# ---------------------------------------------------------------- every other kind
-
-
-def _title(key: str) -> str:
-    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", key)
-    return words[:1].upper() + words[1:]
-
-
-def _generic(w: Writer, level: int, data: JSONObject) -> None:
-    for key, value in data.items():
-        title = f"{_title(key)}:"
-        if isinstance(value, dict):
-            if value and all(not isinstance(v, dict | list) for v in value.values()):
-                if key in ("labels", "annotations", "matchLabels"):
-                    w.multiline(level, _title(key), [f"{k}={v}" for k, v in value.items()])
-                    continue
-            w.line(level, title)
-            _generic(w, level + 1, value)
-        elif isinstance(value, list):
-            if all(not isinstance(v, dict | list) for v in value):
-                w.line(level, title, ", ".join(plain(v) for v in value))
-                continue
-            w.line(level, title)
-            for item in value:
-                if isinstance(item, dict):
-                    _generic(w, level + 1, item)
-                    w.line(level + 1, "")
-                else:
-                    w.line(level + 1, plain(item))
-        else:
-            w.line(level, title, plain(value))
-
-
-def describe_generic(
-    obj: Message, events: list[types_pb2.Event], now: float, api_version: str = ""
-) -> str:
-    """`api_version`: the group version to describe the object as (kubectl describe's: the
-    one asked for, or the server's preferred); "" for the kind's own."""
-    kind = kinds.kind_of(obj)
-    api_version = api_version or kind.api_version
-    data = podgroups.to_versioned(obj, api_version)
-    m = object_meta(obj)
-    w = Writer()
-    w.line(0, "Name:", m.name)
-    if kind.namespaced:
-        w.line(0, "Namespace:", m.namespace)
-    w.multiline(0, "Labels", _pairs(m.labels))
-    w.multiline(0, "Annotations", annotation_lines(m.annotations))
-    w.line(0, "API Version:", api_version)
-    w.line(0, "Kind:", kind.kind)
-    w.line(0, "Creation Timestamp:", _when(m.creation_timestamp, m.HasField("creation_timestamp")))
-    rest = {k: v for k, v in data.items() if k not in ("apiVersion", "kind", "metadata")}
-    _generic(w, 0, rest)
-    if kind.kind != "Event":
-        describe_events(w, events, now)
     return w.render()
 
 
