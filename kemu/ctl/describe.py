@@ -771,8 +771,8 @@ async def describe_object(ctx: Context, obj: Message, api_version: str = "") -> 
     described = await describe_more(ctx, obj, events, now)
     if described is not None:
         return described
-    # kubectl's genericDescriber (no Events section for an Event: it searches none)
-    return describe_unstructured(obj, None if kind.kind == "Event" else events, now, api_version)
+    # kubectl's genericDescriber (an Event's own section is empty: no event is about one)
+    return describe_unstructured(obj, events, now, api_version)
 
 
 async def cmd_describe(ctx: Context, args: argparse.Namespace) -> int:
@@ -2079,10 +2079,10 @@ def _unstructured(w: Writer, level: int, content: JSONObject, prefix: str) -> No
 
 
 def describe_unstructured(
-    obj: Message, events: list[types_pb2.Event] | None, now: float, api_version: str = ""
+    obj: Message, events: list[types_pb2.Event], now: float, api_version: str = ""
 ) -> str:
-    """genericDescriber: name, namespace, labels, annotations, then the object's JSON
-    (`api_version`: the group version it is served as); events unless None (an Event)."""
+    """genericDescriber: name, namespace, labels, annotations, the object's JSON
+    (`api_version`: the group version it is served as), then its events."""
     data = podgroups.to_versioned(obj, api_version or kinds.kind_of(obj).api_version, wire=True)
     m = object_meta(obj)
     w = Writer()
@@ -2091,8 +2091,7 @@ def describe_unstructured(
     w.multiline(0, "Labels", _pairs(m.labels))
     w.multiline(0, "Annotations", annotation_lines(m.annotations))
     _unstructured(w, 0, data, "")
-    if events is not None:
-        describe_events(w, events, now)
+    describe_events(w, events, now)
     return w.render()
 
 

@@ -79,7 +79,9 @@ def _described(obj: dict[str, Any]) -> str:
         return describe.describe_namespace(msg, _all("ResourceQuota"), _all("LimitRange"))
     if isinstance(msg, types_pb2.Deployment):
         return describe.describe_deployment(msg, _all("ReplicaSet"), [], NOW)
-    out = describe.describe_known(msg, [], NOW, pods=_all("Pod"), services={}, slices=[])
+    services = {svc.metadata.name: svc for svc in _all("Service")}
+    slices = _all("EndpointSlice")
+    out = describe.describe_known(msg, [], NOW, pods=_all("Pod"), services=services, slices=slices)
     if out is None:  # kubectl's genericDescriber
         out = describe.describe_unstructured(msg, [], NOW, obj["apiVersion"])
     return out
