@@ -59,13 +59,19 @@ def kubectl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubectl]:
         c.start_controllermanager(extra_args=["--controllers", "garbagecollector"])
         c.write_kubeconfig()
         k = Kubectl(c)
-        for kind, plural, scope in (
-            ("Widget", "widgets", "Namespaced"),
-            ("Gadget", "gadgets", "Namespaced"),
-            ("Cluster" + "Thing", "clusterthings", "Cluster"),
-        ):
-            k.run("apply", "-f", "-", stdin=json.dumps(_crd(kind, plural, scope)))
-            k.run("wait", "--for=condition=Established", f"crd/{plural}.{GROUP}", "--timeout=10s")
+        crds = [
+            _crd("Widget", "widgets", "Namespaced"),
+            _crd("Gadget", "gadgets", "Namespaced"),
+            _crd("ClusterThing", "clusterthings", "Cluster"),
+        ]
+        k.run(
+            "apply",
+            "-f",
+            "-",
+            stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": crds}),
+        )
+        names = [f"crd/{crd['metadata']['name']}" for crd in crds]
+        k.run("wait", "--for=condition=Established", *names, "--timeout=10s")
         yield k
 
 
