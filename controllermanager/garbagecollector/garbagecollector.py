@@ -22,8 +22,9 @@ ignores by default) and keeps a graph of owners and dependents from metadata.own
 
 Custom resources are watched too (upstream's graph builder monitors every resource discovery
 lists that supports list/watch/delete, and resyncs its monitors when discovery changes): each
-established CustomResourceDefinition gets a monitor (an informer of its resource) as soon as
-the collector's CRD informer sees it, with no restart; a CRD gone takes its monitor with it.
+established CustomResourceDefinition gets a monitor (controllermanager.custom_resources) as
+soon as the collector's CRD informer sees it, with no restart; a CRD gone takes its monitor
+with it.
 
 Every decision re-reads the object (and its owners) from the apiserver, so a graph that lags
 behind is never a reason to delete; owners found absent are remembered (by uid) in an LRU.
@@ -38,11 +39,11 @@ from collections.abc import Sequence
 from typing import Final
 
 import anyio
-from anyio.abc import TaskGroup
 from google.protobuf.message import Message
 
 from controllermanager.config import GarbageCollectorOptions
 from controllermanager.controller import ControllerContext
+from controllermanager.custom_resources import CustomResourceInformers
 from controllermanager.garbagecollector.graph import (
     Node,
     ObjectReference,
@@ -61,7 +62,6 @@ from kemu.client.informer import FuncHandler, Informer, InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.client.workqueue import WorkQueue
 from kemu.component.clock import Clock
-from kemu.machinery.apiextensions import crd as apiextensions
 from kemu.machinery.delete_options import (
     BACKGROUND,
     FINALIZER_DELETE_DEPENDENTS,
@@ -71,7 +71,7 @@ from kemu.machinery.delete_options import (
 )
 from kemu.machinery.errors import ApiError, NotFound
 from kemu.machinery.keys import object_meta
-from kemu.machinery.kinds import KINDS, Kind, register_custom
+from kemu.machinery.kinds import KINDS, Kind
 
 logger = logging.getLogger(__name__)
 
@@ -109,27 +109,19 @@ class GarbageCollector:
         self.builder = GraphBuilder(
             self.attempt_to_delete, self.attempt_to_orphan, self.absent_owner_cache
         )
-        self._informers = [
-            self._monitor(informers.informer(k.message), k)
-            for k in kinds
-            if k.resource not in IGNORED_RESOURCES and not k.custom
-        ]
-        self._clock = clock
-        self._crds: Informer[types_pb2.CustomResourceDefinition] | None = None
+        self._informers: list[Informer[Message]] = []
+        for k in kinds:
+            if k.resource not in IGNORED_RESOURCES and not k.custom:
+                self._informers.append(informers.informer(k.message))
+                self._monitor(k, self._informers[-1])
+        self.custom: CustomResourceInformers | None = None
         if any(k.kind == "CustomResourceDefinition" for k in kinds):
-            self._crds = informers.informer(types_pb2.CustomResourceDefinition)
-            self._crds.add_event_handler(
-                FuncHandler(
-                    lambda _: self._crds_changed(),
-                    lambda _old, _new: self._crds_changed(),
-                    lambda _: self._crds_changed(),
-                )
+            self.custom = CustomResourceInformers(
+                client, informers, clock, self._monitor, owner=NAME
             )
-        self._crds_event: anyio.Event | None = None
-        self.custom_monitors: dict[str, tuple[Informer[Message], anyio.CancelScope]] = {}
-        """resource (plural.group) -> the monitor of an established CRD's custom resources."""
 
-    def _monitor(self, informer: Informer[Message], kind: Kind) -> Informer[Message]:
+    def _monitor(self, kind: Kind, informer: Informer[Message]) -> None:
+        """Feeds the graph from `informer`'s events (upstream's monitor of a resource)."""
         b = self.builder
         informer.add_event_handler(
             FuncHandler(
@@ -138,60 +130,6 @@ class GarbageCollector:
                 lambda obj: b.on_delete(kind, obj),
             )
         )
-        return informer
-
-    # ------------------------------------------------------------ custom resources
-
-    def _crds_changed(self) -> None:
-        if self._crds_event is not None:
-            self._crds_event.set()
-
-    def _established(self) -> dict[str, Kind]:
-        """The kinds of the custom resources of every established CRD the informer holds."""
-        out: dict[str, Kind] = {}
-        if self._crds is None:
-            return out
-        for crd in self._crds.lister.list():
-            if not apiextensions.is_established(crd):
-                continue
-            kind = apiextensions.definition_of(crd).to_kind()  # valid: it is established
-            out[kind.resource] = kind
-        return out
-
-    def resync_monitors(self, tg: TaskGroup) -> None:
-        """Starts a monitor for each newly established CRD's resource and stops those whose
-        CRD is gone (upstream GraphBuilder.syncMonitors after a discovery change)."""
-        wanted = self._established()
-        for resource, kind in wanted.items():
-            register_custom(kind)  # the kind this process resolves ownerReferences to
-            if resource in self.custom_monitors:
-                continue
-            informer: Informer[Message] = Informer(
-                self._client,
-                types_pb2.CustomObject,
-                custom_resource=resource,
-                clock=self._clock,
-            )
-            self._monitor(informer, kind)
-            scope = anyio.CancelScope()
-            self.custom_monitors[resource] = (informer, scope)
-            tg.start_soon(self._run_monitor, informer, scope, name=f"gc monitor {resource}")
-            logger.info("garbage collector: monitoring %s", resource)
-        for resource in [r for r in self.custom_monitors if r not in wanted]:
-            _, scope = self.custom_monitors.pop(resource)
-            scope.cancel()
-            logger.info("garbage collector: stopped monitoring %s", resource)
-
-    @staticmethod
-    async def _run_monitor(informer: Informer[Message], scope: anyio.CancelScope) -> None:
-        with scope:
-            await informer.run()
-
-    async def _resync_custom_monitors(self, tg: TaskGroup) -> None:
-        while True:
-            event = self._crds_event = anyio.Event()
-            self.resync_monitors(tg)
-            await event.wait()
 
     @property
     def name(self) -> str:
@@ -369,8 +307,8 @@ class GarbageCollector:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self.attempt_to_delete.run, name="gc attemptToDelete timer")
                 tg.start_soon(self.attempt_to_orphan.run, name="gc attemptToOrphan timer")
-                if self._crds is not None:
-                    tg.start_soon(self._resync_custom_monitors, tg, name="gc monitors")
+                if self.custom is not None:
+                    tg.start_soon(self.custom.run, tg, name="gc custom resource monitors")
                 for i in range(self.options.concurrent_gc_syncs):
                     tg.start_soon(self._delete_worker, name=f"gc attemptToDelete worker {i}")
                     tg.start_soon(self._orphan_worker, name=f"gc attemptToOrphan worker {i}")

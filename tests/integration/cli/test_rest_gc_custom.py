@@ -1,7 +1,8 @@
 """Garbage collection through custom resources, with kubectl 1.32 against real processes
 (issue #57): the collector monitors the resources of every CRD established after it started
 (upstream pkg/controller/garbagecollector/graph_builder.go, syncMonitors) and follows
-ownerReferences to and from custom resources: S-GC-CR-*."""
+ownerReferences to and from custom resources: S-GC-CR-*; the resourcequota controller counts
+them too (S-API-QUOTA-CR-1)."""
 
 from __future__ import annotations
 
@@ -56,7 +57,9 @@ def kubectl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubectl]:
         c.start_etcd(unsafe_no_fsync=True)
         c.start_apiserver(rest=True)
         # started before any CRD exists: the CRDs below reach it without a restart
-        c.start_controllermanager(extra_args=["--controllers", "garbagecollector"])
+        c.start_controllermanager(
+            extra_args=["--controllers", "garbagecollector,resourcequota-controller"]
+        )
         c.write_kubeconfig()
         k = Kubectl(c)
         crds = [
@@ -219,3 +222,30 @@ def test_s_gc_cr_5_deleting_a_crd_collects_the_dependents_of_its_resources(
     _apply(kubectl, ns, _configmap("of-doodad", _ref(doodad)))
     kubectl.run("delete", "crd", f"doodads.{GROUP}", "--wait=false")
     eventually_sync(lambda: _gone(kubectl, ns, "configmap/of-doodad"), timeout=15)
+
+
+def test_s_api_quota_cr_1_object_count_of_a_custom_resource(kubectl: Kubectl) -> None:
+    """A quota on count/widgets.<group>: the admission refuses the second widget with
+    upstream's message; the controller (watching the CRD's resources) gives the count back
+    when one is deleted."""
+    ns = kubectl.namespace("quota-cr")
+    resource = f"count/widgets.{GROUP}"
+    kubectl.run("create", "quota", "q", "-n", ns, f"--hard={resource}=1")
+    eventually_sync(
+        lambda: kubectl.json("get", "quota", "q", "-n", ns).get("status", {}).get("used"),
+        timeout=10,
+    )
+    _apply(kubectl, ns, _custom("Widget", "a"))
+    proc = kubectl.run("create", "-n", ns, "-f", "-", check=False,
+                       stdin=json.dumps(_custom("Widget", "b")))  # fmt: skip
+    assert proc.returncode != 0
+    assert (
+        f'widgets.{GROUP} "b" is forbidden: exceeded quota: q, requested: {resource}=1, '
+        f"used: {resource}=1, limited: {resource}=1"
+    ) in proc.stderr
+    kubectl.run("delete", f"widgets.{GROUP}", "a", "-n", ns)
+    eventually_sync(
+        lambda: kubectl.json("get", "quota", "q", "-n", ns)["status"]["used"][resource] == "0",
+        timeout=10,
+    )
+    _apply(kubectl, ns, _custom("Widget", "b"))
