@@ -149,3 +149,53 @@ def test_s_ctl_describe_4_endpoints_of_slices() -> None:
     )
     assert describe.format_endpoint_slices([eps], {"other"}) == ""
     assert describe.format_endpoint_slices([], None) == "<none>"
+
+
+def test_s_ctl_describe_5_hpa_with_current_metrics_and_behavior() -> None:
+    """S-CTL-DESCRIBE-5: describeHorizontalPodAutoscalerV2 with the status's current metrics
+    (utilization with its average value, an average value), a behavior, and conditions."""
+    hpa = types_pb2.HorizontalPodAutoscaler()
+    hpa.metadata.name, hpa.metadata.namespace = "web", "d"
+    hpa.metadata.creation_timestamp.seconds = 1_700_000_000
+    spec = hpa.spec
+    spec.scale_target_ref.kind, spec.scale_target_ref.name = "Deployment", "web"
+    spec.min_replicas, spec.max_replicas = 1, 4
+    cpu = spec.metrics.add(type="Resource")
+    cpu.resource.name = "cpu"
+    cpu.resource.target.type, cpu.resource.target.average_utilization = "Utilization", 50
+    mem = spec.metrics.add(type="Resource")
+    mem.resource.name = "memory"
+    mem.resource.target.type, mem.resource.target.average_value = "AverageValue", "100Mi"
+    up = spec.behavior.scale_up
+    up.stabilization_window_seconds = 0
+    up.policies.add(type="Pods", value=4, period_seconds=15)
+    st = hpa.status
+    st.current_replicas, st.desired_replicas = 2, 3
+    c0 = st.current_metrics.add(type="Resource")
+    c0.resource.name = "cpu"
+    c0.resource.current.average_utilization, c0.resource.current.average_value = 90, "90m"
+    c1 = st.current_metrics.add(type="Resource")
+    c1.resource.name = "memory"
+    c1.resource.current.average_value = "52428800"
+    st.conditions.add(type="AbleToScale", status="True", reason="ReadyForNewScale", message="ok")
+    lines = [line.rstrip() for line in describe.describe_hpa(hpa, [], NOW).splitlines()]
+    assert lines[5:] == [
+        "Reference:                                             Deployment/web",
+        "Metrics:                                               ( current / target )",
+        "  resource cpu on pods  (as a percentage of request):  90% (90m) / 50%",
+        "  resource memory on pods:                             52428800 / 100Mi",
+        "Min replicas:                                          1",
+        "Max replicas:                                          4",
+        "Behavior:",
+        "  Scale Up:",
+        "    Stabilization Window: 0 seconds",
+        "    Select Policy: Max",
+        "    Policies:",
+        "      - Type: Pods  Value: 4  Period: 15 seconds",
+        "Deployment pods:    2 current / 3 desired",
+        "Conditions:",
+        "  Type         Status  Reason            Message",
+        "  ----         ------  ------            -------",
+        "  AbleToScale  True    ReadyForNewScale  ok",
+        "Events:        <none>",
+    ]
