@@ -6,14 +6,17 @@ object of a counted kind added, changed or deleted in a namespace that has quota
 namespace (upstream's replenishment controller), which gives back what deletions freed.
 
 Counted kinds: pods (with their compute requests and limits), services, persistent volume
-claims, config maps, secrets, resource quotas and the workload kinds' count/<resource>; the
-other kinds' count/ quotas are not recomputed (upstream discovers every quotable resource)."""
+claims, config maps, secrets, resource quotas, the workload kinds' count/<resource> and the
+custom resources of every established CRD (count/<plural>.<group>, through
+controllermanager.custom_resources, as upstream discovers every quotable resource); the other
+built-in kinds' count/ quotas are not recomputed."""
 
 from __future__ import annotations
 
 import logging
 from typing import Final
 
+import anyio
 from google.protobuf.message import Message
 
 from controllermanager import names
@@ -23,6 +26,7 @@ from controllermanager.controller import (
     run_controller,
     workers,
 )
+from controllermanager.custom_resources import CustomResourceInformers
 from kemu.api.v1 import types_pb2
 from kemu.client.informer import FuncHandler, Informer, InformerFactory
 from kemu.client.interface import ApiClient
@@ -30,6 +34,7 @@ from kemu.client.workqueue import WorkQueue
 from kemu.component.clock import Clock
 from kemu.machinery import quota
 from kemu.machinery.errors import NotFound
+from kemu.machinery.kinds import Kind
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +73,14 @@ class ResourceQuotaController:
                 FuncHandler(self._on_object, lambda old, new: self._on_object(new), self._on_object)
             )
             self._counted.append(inf)
+        self.custom = CustomResourceInformers(
+            client, informers, clock, self._count_custom, owner=NAME
+        )
+
+    def _count_custom(self, kind: Kind, informer: Informer[Message]) -> None:
+        informer.add_event_handler(
+            FuncHandler(self._on_object, lambda old, new: self._on_object(new), self._on_object)
+        )
 
     @property
     def name(self) -> str:
@@ -90,7 +103,8 @@ class ResourceQuotaController:
     async def sync(self, namespace: str) -> None:
         """syncResourceQuota for each quota of the namespace: status.hard = spec.hard,
         status.used recomputed; written only when it changed."""
-        objects: list[Message] = [o for inf in self._counted for o in inf.lister.list(namespace)]
+        counted = [*self._counted, *self.custom.informers()]
+        objects: list[Message] = [o for inf in counted for o in inf.lister.list(namespace)]
         objects += self._quotas.lister.list(namespace)
         now = self._clock.now()
         for rq in self._quotas.lister.list(namespace):
@@ -117,8 +131,12 @@ class ResourceQuotaController:
             logger,
             synced=(self._quotas, *self._counted),
             queues=(self.queue,),
-            tasks=workers(NAME, 1, self._worker),
+            tasks=[*workers(NAME, 1, self._worker), (f"{NAME} custom", self._watch_custom)],
         )
+
+    async def _watch_custom(self) -> None:
+        async with anyio.create_task_group() as tg:
+            await self.custom.run(tg)
 
 
 def new_controller(ctx: ControllerContext) -> ResourceQuotaController:

@@ -49,6 +49,7 @@ from apiserver.storage.watch_cache import WatchCache
 from kemu.api.v1 import api_pb2, types_pb2
 from kemu.component.version_rules import VersionRules
 from kemu.machinery.podgroups import DEFAULT_RULES, PodGroupRules
+from kemu.machinery.subresources import RESIZE
 
 DEFAULT_VERSION_RULES = VersionRules.default()
 
@@ -106,6 +107,8 @@ class AdmissionChain:
         resource_quota.py.)"""
         if isinstance(obj, types_pb2.Pod):  # issue #57 kinds-a: LimitRanger's bounds
             limit_ranger.validate(obj, await self._limit_ranges(obj.metadata.namespace))
+        elif isinstance(obj, types_pb2.PersistentVolumeClaim):  # issue #57 gcquota
+            limit_ranger.validate_pvc(obj, await self._limit_ranges(obj.metadata.namespace))
         if isinstance(obj, types_pb2.Pod) and (group := referenced_pod_group(obj)):
             named = await self._fresh_one("podgroups", obj.metadata.namespace, group)
             validate_pod_group_not_deleting(
@@ -146,6 +149,14 @@ class AdmissionChain:
     def admit_update(self, obj: Message) -> None:
         if isinstance(obj, types_pb2.Pod):
             admit_default_toleration_seconds(obj, self._toleration_seconds)
+
+    async def validate_update(self, obj: Message, subresource: str) -> None:
+        """The validating plugins on an update (of `subresource`, "" the object): LimitRanger
+        on a pod's resize and on a PersistentVolumeClaim (issue #57 gcquota)."""
+        if isinstance(obj, types_pb2.Pod) and subresource == RESIZE.name:
+            limit_ranger.validate(obj, await self._limit_ranges(obj.metadata.namespace))
+        elif isinstance(obj, types_pb2.PersistentVolumeClaim) and not subresource:
+            limit_ranger.validate_pvc(obj, await self._limit_ranges(obj.metadata.namespace))
 
     async def _limit_ranges(self, namespace: str) -> list[types_pb2.LimitRange]:
         if "limitranges" not in self._caches:  # (a registry of a unit test's few kinds)

@@ -3,7 +3,9 @@ staging/src/k8s.io/apiserver/pkg/admission/plugin/resourcequota/controller.go), 
 default and last of the validating chain: a create that a ResourceQuota of its namespace
 limits is charged to the quota's status.used in the same step as it is admitted (a
 compare-and-swap write of the quota, as upstream's quotaEvaluator writes the new usage
-before admitting), or refused with upstream's "exceeded quota" Forbidden. The
+before admitting), or refused with upstream's "exceeded quota" Forbidden. An update its
+evaluator handles (quota.handles_update: a pod's resize, a Service, a PVC's expansion) is
+charged what it adds over the stored object. The
 resourcequota controller (controllermanager/resourcequota.py) recomputes status.used from
 what exists, which gives back what deletions freed. The counting is kemu.machinery.quota's."""
 
@@ -49,6 +51,14 @@ class ResourceQuotaAdmission:
         self._quotas = quotas
 
     async def admit_create(self, obj: Message) -> None:
+        await self._admit(obj, None)
+
+    async def admit_update(self, obj: Message, old: Message, subresource: str) -> None:
+        """An update (of `subresource`, "" the object) over the stored `old`."""
+        if quota.handles_update(kind_of(obj), subresource):
+            await self._admit(obj, old)
+
+    async def _admit(self, obj: Message, old: Message | None) -> None:
         kind = kind_of(obj)
         if not kind.namespaced or kind is _QUOTAS or self._quotas is None:
             return
@@ -63,12 +73,12 @@ class ResourceQuotaAdmission:
         ]
         for rq in candidates:
             # a first look from the cache, then the charge against the stored quota
-            if quota.charge(obj, kind.resource, meta.name, rq, now) is None:
+            if quota.charge(obj, kind.resource, meta.name, rq, now, old) is None:
                 continue
 
             def mutate(current: Message) -> Message:
                 assert isinstance(current, types_pb2.ResourceQuota)
-                used = quota.charge(obj, kind.resource, meta.name, current, now)
+                used = quota.charge(obj, kind.resource, meta.name, current, now, old)
                 if used is not None:
                     current.status.used.clear()
                     current.status.used.update(used)

@@ -269,14 +269,21 @@ class Registry:
         meta = meta_of(obj)
         namespace = (meta.namespace or "default") if kind.namespaced else ""
 
-        def mutate(current: Message) -> Message:
+        async def mutate(current: Message) -> Message:
             check_update_uid(kind, current, obj)
-            return rest.write(kind, current, obj)
+            return await self._admit_update(current, rest.write(kind, current, obj), subresource)
 
         result = await self.guaranteed_update(
             kind, namespace, meta.name, mutate, precondition_rv=meta.resource_version
         )
         return await rest.after_write(result)
+
+    async def _admit_update(self, current: Message, new: Message, subresource: str) -> Message:
+        """The validating admission of an update, inside the compare-and-swap loop as upstream's
+        (LimitRanger, then ResourceQuota charging what the update adds: issue #57 gcquota)."""
+        await self.admission.validate_update(new, subresource)
+        await self._quota.admit_update(new, current, subresource)
+        return new
 
     def _update_rest(self, kind: Kind, sub: subresources.Subresource | None) -> UpdateREST:
         rest = self._updates.get(sub.name if sub is not None else "")
@@ -321,7 +328,7 @@ class Registry:
         if isinstance(meta_patch, dict) and meta_patch.get("resourceVersion") is not None:
             pinned = str(meta_patch["resourceVersion"])
 
-        def mutate(current: Message) -> Message:
+        async def mutate(current: Message) -> Message:
             if unknown is not None:
                 unknown.found.clear()  # this attempt's (the loop may retry)
             try:
@@ -343,7 +350,9 @@ class Registry:
             except Invalid as e:
                 raise Invalid(f"the patch is invalid: {e.message}", e.causes) from None
             meta_of(patched).resource_version = meta_of(current).resource_version
-            return rest.write(kind, current, patched)
+            return await self._admit_update(
+                current, rest.write(kind, current, patched), subresource
+            )
 
         result = await self.guaranteed_update(kind, namespace, name, mutate, precondition_rv=pinned)
         return await rest.after_write(result)

@@ -20,6 +20,12 @@ ignores by default) and keeps a graph of owners and dependents from metadata.own
   deletionTimestamp loses the reference in attemptToDelete instead of being collected
   (graph.OrphanedOwners; upstream has this race and its tests wait for the graph).
 
+Custom resources are watched too (upstream's graph builder monitors every resource discovery
+lists that supports list/watch/delete, and resyncs its monitors when discovery changes): each
+established CustomResourceDefinition gets a monitor (controllermanager.custom_resources) as
+soon as the collector's CRD informer sees it, with no restart; a CRD gone takes its monitor
+with it.
+
 Every decision re-reads the object (and its owners) from the apiserver, so a graph that lags
 behind is never a reason to delete; owners found absent are remembered (by uid) in an LRU.
 A collector that restarts rebuilds the graph from its informers' lists, and the first list
@@ -37,6 +43,7 @@ from google.protobuf.message import Message
 
 from controllermanager.config import GarbageCollectorOptions
 from controllermanager.controller import ControllerContext
+from controllermanager.custom_resources import CustomResourceInformers
 from controllermanager.garbagecollector.graph import (
     Node,
     ObjectReference,
@@ -102,12 +109,19 @@ class GarbageCollector:
         self.builder = GraphBuilder(
             self.attempt_to_delete, self.attempt_to_orphan, self.absent_owner_cache
         )
-        self._informers = [
-            self._monitor(informers, k) for k in kinds if k.resource not in IGNORED_RESOURCES
-        ]
+        self._informers: list[Informer[Message]] = []
+        for k in kinds:
+            if k.resource not in IGNORED_RESOURCES and not k.custom:
+                self._informers.append(informers.informer(k.message))
+                self._monitor(k, self._informers[-1])
+        self.custom: CustomResourceInformers | None = None
+        if any(k.kind == "CustomResourceDefinition" for k in kinds):
+            self.custom = CustomResourceInformers(
+                client, informers, clock, self._monitor, owner=NAME
+            )
 
-    def _monitor(self, informers: InformerFactory, kind: Kind) -> Informer[Message]:
-        informer = informers.informer(kind.message)
+    def _monitor(self, kind: Kind, informer: Informer[Message]) -> None:
+        """Feeds the graph from `informer`'s events (upstream's monitor of a resource)."""
         b = self.builder
         informer.add_event_handler(
             FuncHandler(
@@ -116,7 +130,6 @@ class GarbageCollector:
                 lambda obj: b.on_delete(kind, obj),
             )
         )
-        return informer
 
     @property
     def name(self) -> str:
@@ -145,7 +158,7 @@ class GarbageCollector:
             )
         key = namespaced_key if kind.namespaced else cluster_key
         try:
-            owner = await self._client.get(kind.message, ref.name, key.namespace)
+            owner = await self._ops.get(kind, ref.name, key.namespace)
         except NotFound:
             self.absent_owner_cache.add(key)
             logger.debug("item %s's owner %s is not found", item.identity, key)
@@ -294,6 +307,8 @@ class GarbageCollector:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self.attempt_to_delete.run, name="gc attemptToDelete timer")
                 tg.start_soon(self.attempt_to_orphan.run, name="gc attemptToOrphan timer")
+                if self.custom is not None:
+                    tg.start_soon(self.custom.run, tg, name="gc custom resource monitors")
                 for i in range(self.options.concurrent_gc_syncs):
                     tg.start_soon(self._delete_worker, name=f"gc attemptToDelete worker {i}")
                     tg.start_soon(self._orphan_worker, name=f"gc attemptToOrphan worker {i}")

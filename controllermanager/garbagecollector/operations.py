@@ -1,7 +1,8 @@
 """The garbage collector's reads and writes of the objects it collects (upstream
 pkg/controller/garbagecollector/operations.go: getObject, patchObject, deleteObject,
 removeFinalizer; and patch.go: the ownerReferences patches). Every write is pinned to what was
-read (uid, resourceVersion)."""
+read (uid, resourceVersion). Custom resources go through the client's resource-addressed calls
+(upstream's collector uses the dynamic/metadata clients for every kind alike)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from kemu.machinery import convert
 from kemu.machinery.errors import Conflict, NotFound
 from kemu.machinery.jsonvalue import JSONArray, JSONObject
 from kemu.machinery.keys import object_meta
-from kemu.machinery.kinds import KINDS, Kind
+from kemu.machinery.kinds import KINDS, Kind, custom_kind
 
 logger = logging.getLogger(__name__)
 
@@ -34,11 +35,13 @@ def _group(api_version: str) -> str:
 
 
 def resolve_kind(api_version: str, kind: str) -> Kind | None:
-    """The served kind an apiVersion/kind names (any version of its group), or None."""
+    """The served kind an apiVersion/kind names (any version of its group), or None: a
+    built-in kind, or a custom resource of a CRD this process registered (the collector does
+    for every established CRD, as upstream's RESTMapper learns them from discovery)."""
     for k in KINDS:
         if k.kind == kind and _group(k.api_version) == _group(api_version):
             return k
-    return None
+    return custom_kind(_group(api_version), kind)
 
 
 class Operations:
@@ -58,17 +61,27 @@ class Operations:
     def _namespace(self, kind: Kind, identity: ObjectReference) -> str:
         return identity.namespace if kind.namespaced else ""
 
+    async def get(self, kind: Kind, name: str, namespace: str) -> Message:
+        """The object `kind`/`name` (`namespace` ignored for a cluster-scoped kind)."""
+        namespace = namespace if kind.namespaced else ""
+        if kind.custom:
+            return await self._client.get_custom(kind.resource, name, namespace)
+        return await self._client.get(kind.message, name, namespace)
+
     async def get_object(self, identity: ObjectReference) -> Message:
-        kind = self._kind(identity)
-        return await self._client.get(kind.message, identity.name, self._namespace(kind, identity))
+        return await self.get(self._kind(identity), identity.name, identity.namespace)
 
     async def _patch_meta(self, identity: ObjectReference, obj: Message, meta: JSONObject) -> None:
         """A merge patch of metadata, pinned to the resourceVersion `obj` was read at."""
         kind = self._kind(identity)
         meta = {"resourceVersion": object_meta(obj).resource_version, **meta}
-        await self._client.patch(
-            kind.message, identity.name, {"metadata": meta}, self._namespace(kind, identity)
-        )
+        namespace = self._namespace(kind, identity)
+        if kind.custom:
+            await self._client.patch_custom(
+                kind.resource, identity.name, {"metadata": meta}, namespace
+            )
+            return
+        await self._client.patch(kind.message, identity.name, {"metadata": meta}, namespace)
 
     async def _update_meta(
         self, identity: ObjectReference, change: Callable[[Message], JSONObject | None]
@@ -140,14 +153,24 @@ class Operations:
         (upstream deleteObject)."""
         kind = self._kind(identity)
         try:
-            await self._client.delete(
-                kind.message,
-                identity.name,
-                self._namespace(kind, identity),
-                uid=identity.uid,
-                resource_version=resource_version,
-                propagation_policy=policy,
-            )
+            if kind.custom:
+                await self._client.delete_custom(
+                    kind.resource,
+                    identity.name,
+                    self._namespace(kind, identity),
+                    uid=identity.uid,
+                    resource_version=resource_version,
+                    propagation_policy=policy,
+                )
+            else:
+                await self._client.delete(
+                    kind.message,
+                    identity.name,
+                    self._namespace(kind, identity),
+                    uid=identity.uid,
+                    resource_version=resource_version,
+                    propagation_policy=policy,
+                )
         except NotFound:
             return
         except Conflict:

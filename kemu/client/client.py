@@ -644,25 +644,71 @@ class Client:
     async def list_custom(
         self, resource: str, namespace: str = ""
     ) -> tuple[types_pb2.CustomObject, ...]:
-        items: tuple[types_pb2.CustomObject, ...] = ()
+        return tuple((await self.list_all_custom(resource, namespace)).items)
+
+    async def list_all_custom(
+        self, resource: str, namespace: str = ""
+    ) -> ListResult[types_pb2.CustomObject]:
+        items: list[types_pb2.CustomObject] = []
         token = ""
         while True:
             req = api_pb2.ListRequest(
                 resource=resource, namespace=namespace, limit=500, **{"continue": token}
             )
             out = await self._read("List", req, api_pb2.ListResponse)
-            items += tuple(_unwrap(item, types_pb2.CustomObject) for item in out.items)
+            items += [_unwrap(item, types_pb2.CustomObject) for item in out.items]
             token = getattr(out, "continue")
             if not token:
-                return items
+                return ListResult(items, out.resource_version, "")
+
+    def watch_custom(
+        self,
+        resource: str,
+        namespace: str = "",
+        *,
+        resource_version: str = "",
+        allow_watch_bookmarks: bool = False,
+    ) -> AbstractAsyncContextManager[AsyncIterator[WatchEvent[types_pb2.CustomObject]]]:
+        req = api_pb2.WatchRequest(
+            resource=resource,
+            namespace=namespace,
+            resource_version=resource_version,
+            allow_watch_bookmarks=allow_watch_bookmarks,
+        )
+        return self._watch(req, types_pb2.CustomObject)
+
+    async def get_custom(
+        self, resource: str, name: str, namespace: str = ""
+    ) -> types_pb2.CustomObject:
+        req = api_pb2.GetRequest(resource=resource, namespace=namespace, name=name)
+        out = await self._read("Get", req, api_pb2.Object)
+        return _unwrap(out, types_pb2.CustomObject)
+
+    async def patch_custom(
+        self, resource: str, name: str, patch: Mapping[str, object], namespace: str = ""
+    ) -> types_pb2.CustomObject:
+        req = api_pb2.PatchRequest(
+            resource=resource, namespace=namespace, name=name, patch=json.dumps(dict(patch))
+        )
+        out = await self._call("Patch", req, api_pb2.Object)
+        return _unwrap(out, types_pb2.CustomObject)
 
     async def delete_custom(
-        self, resource: str, name: str, namespace: str, *, uid: str, propagation_policy: str
+        self,
+        resource: str,
+        name: str,
+        namespace: str,
+        *,
+        uid: str,
+        propagation_policy: str,
+        resource_version: str | None = None,
     ) -> None:
         req = api_pb2.DeleteRequest(
             resource=resource, namespace=namespace, name=name, propagation_policy=propagation_policy
         )
         req.preconditions.uid = uid
+        if resource_version is not None:
+            req.preconditions.resource_version = resource_version
         await self._call("Delete", req, api_pb2.Object)
 
     async def bind(

@@ -762,8 +762,40 @@ class FakeClient:
         """The fake serves no custom resources (no CRDs are established in it)."""
         return ()
 
+    async def list_all_custom(
+        self, resource: str, namespace: str = ""
+    ) -> ListResult[types_pb2.CustomObject]:
+        return ListResult([], str(self._rv), "")
+
+    def watch_custom(
+        self,
+        resource: str,
+        namespace: str = "",
+        *,
+        resource_version: str = "",
+        allow_watch_bookmarks: bool = False,
+    ) -> AbstractAsyncContextManager[AsyncIterator[WatchEvent[types_pb2.CustomObject]]]:
+        raise NotFound(f"the server could not find the requested resource ({resource})")
+
+    async def get_custom(
+        self, resource: str, name: str, namespace: str = ""
+    ) -> types_pb2.CustomObject:
+        raise NotFound(f'{resource} "{name}" not found')
+
+    async def patch_custom(
+        self, resource: str, name: str, patch: Mapping[str, object], namespace: str = ""
+    ) -> types_pb2.CustomObject:
+        raise NotFound(f'{resource} "{name}" not found')
+
     async def delete_custom(
-        self, resource: str, name: str, namespace: str, *, uid: str, propagation_policy: str
+        self,
+        resource: str,
+        name: str,
+        namespace: str,
+        *,
+        uid: str,
+        propagation_policy: str,
+        resource_version: str | None = None,
     ) -> None:
         raise NotFound(f'{resource} "{name}" not found')
 

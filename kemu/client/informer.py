@@ -39,7 +39,8 @@ from __future__ import annotations
 
 import builtins
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import AbstractAsyncContextManager
 from typing import Any, Final, Generic, Never, Protocol, TypeAlias, TypeVar, cast
 
 import anyio
@@ -54,7 +55,9 @@ from kemu.client.interface import (
     DELETED,
     MODIFIED,
     ApiClient,
+    ListResult,
     M,
+    WatchEvent,
 )
 from kemu.component.clock import Clock, RealClock
 from kemu.machinery import kinds
@@ -158,12 +161,15 @@ class Informer(Generic[M]):
         keep: Callable[[M], bool] | None = None,
         copy_objects: bool = False,
         clock: Clock | None = None,
+        custom_resource: str = "",
     ) -> None:
         """`keep`, `copy_objects`: see the module's docstring; without `keep` every object the
-        server sends is kept."""
+        server sends is kept. `custom_resource`: the plural.group of a registered custom
+        resource (`kind` is then CustomObject; its selectors are not supported)."""
         self._client = client
         self._kind = kind
-        k = kinds.kind_of(kind())
+        self._custom = custom_resource
+        k = kinds.kind_for_resource(custom_resource) if custom_resource else kinds.kind_of(kind())
         self.namespaced = k.namespaced
         self.resource = k.resource
         self._namespace = namespace if k.namespaced else ""
@@ -420,17 +426,43 @@ class Informer(Generic[M]):
             if self._synced_event is not None:
                 self._synced_event.set()
 
-    async def list_fresh(self) -> tuple[builtins.list[M], str]:
-        """What the cache should hold now, and the list's resourceVersion: a consistent list
-        from the apiserver with this informer's namespace and selectors, filtered by its `keep`
-        predicate (kemu.client.comparer checks caches against it). The objects are the
-        response's, not stored."""
-        result = await self._client.list_all(
+    async def _list_all(self) -> ListResult[M]:
+        if self._custom:
+            custom = await self._client.list_all_custom(self._custom, self._namespace)
+            return cast(ListResult[M], custom)
+        return await self._client.list_all(
             self._kind,
             self._namespace,
             label_selector=self._label_selector,
             field_selector=self._field_selector,
         )
+
+    def _open_watch(self) -> AbstractAsyncContextManager[AsyncIterator[WatchEvent[M]]]:
+        if self._custom:
+            return cast(
+                AbstractAsyncContextManager[AsyncIterator[WatchEvent[M]]],
+                self._client.watch_custom(
+                    self._custom,
+                    self._namespace,
+                    resource_version=self.last_resource_version,
+                    allow_watch_bookmarks=True,
+                ),
+            )
+        return self._client.watch(
+            self._kind,
+            self._namespace,
+            resource_version=self.last_resource_version,
+            label_selector=self._label_selector,
+            field_selector=self._field_selector,
+            allow_watch_bookmarks=True,
+        )
+
+    async def list_fresh(self) -> tuple[builtins.list[M], str]:
+        """What the cache should hold now, and the list's resourceVersion: a consistent list
+        from the apiserver with this informer's namespace and selectors, filtered by its `keep`
+        predicate (kemu.client.comparer checks caches against it). The objects are the
+        response's, not stored."""
+        result = await self._list_all()
         keep = self._keep
         items = result.items if keep is None else [o for o in result.items if keep(o)]
         return items, result.resource_version
@@ -438,12 +470,7 @@ class Informer(Generic[M]):
     # ------------------------------------------------------------ the reflector
 
     async def _list(self) -> None:
-        result = await self._client.list_all(
-            self._kind,
-            self._namespace,
-            label_selector=self._label_selector,
-            field_selector=self._field_selector,
-        )
+        result = await self._list_all()
         self._replace(result.items, result.resource_version)
         self.lists += 1
         logger.debug(
@@ -457,14 +484,7 @@ class Informer(Generic[M]):
         """Watches from the last resourceVersion until the stream ends; returns the number of
         events received."""
         count = 0
-        async with self._client.watch(
-            self._kind,
-            self._namespace,
-            resource_version=self.last_resource_version,
-            label_selector=self._label_selector,
-            field_selector=self._field_selector,
-            allow_watch_bookmarks=True,
-        ) as events:
+        async with self._open_watch() as events:
             async for event in events:
                 count += 1
                 if not isinstance(event.object, self._kind):

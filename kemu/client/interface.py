@@ -149,10 +149,45 @@ class ApiClient(Protocol):
         """Every custom resource of `resource` (plural.group) in `namespace` ("" all)."""
         ...
 
+    async def list_all_custom(
+        self, resource: str, namespace: str = ""
+    ) -> ListResult[types_pb2.CustomObject]:
+        """list_custom with the list's resourceVersion (what an informer watches from)."""
+        ...
+
+    def watch_custom(
+        self,
+        resource: str,
+        namespace: str = "",
+        *,
+        resource_version: str = "",
+        allow_watch_bookmarks: bool = False,
+    ) -> AbstractAsyncContextManager[AsyncIterator[WatchEvent[types_pb2.CustomObject]]]:
+        """`watch` of a custom resource (plural.group)."""
+        ...
+
+    async def get_custom(
+        self, resource: str, name: str, namespace: str = ""
+    ) -> types_pb2.CustomObject: ...
+
+    async def patch_custom(
+        self, resource: str, name: str, patch: Mapping[str, object], namespace: str = ""
+    ) -> types_pb2.CustomObject:
+        """A JSON merge patch of a custom resource (a metadata.resourceVersion in it is a
+        precondition)."""
+        ...
+
     async def delete_custom(
-        self, resource: str, name: str, namespace: str, *, uid: str, propagation_policy: str
+        self,
+        resource: str,
+        name: str,
+        namespace: str,
+        *,
+        uid: str,
+        propagation_policy: str,
+        resource_version: str | None = None,
     ) -> None:
-        """Deletes one custom resource (a uid precondition)."""
+        """Deletes one custom resource (uid and, when given, resourceVersion preconditions)."""
         ...
 
     async def bind(

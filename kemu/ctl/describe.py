@@ -2,8 +2,9 @@
 
 Pods and nodes have their own describers (with what kemu is about: priority, the nominated
 node, conditions such as DisruptionTarget and PodResizePending, allocated and actual
-resources, the pods bound to and nominated for a node); every other kind gets a generic one.
-Every description ends with the events about the object.
+resources, the pods bound to and nominated for a node); the kinds kubectl has a describer for
+get kubectl's layout, every other kind kubectl's generic describer (the block at the end).
+Descriptions end with the events about the object where kubectl's do.
 """
 
 from __future__ import annotations
@@ -24,15 +25,16 @@ from kemu.ctl.common import (
     CtlError,
     format_api_error,
     namespace_for,
-    plain,
     split_targets,
 )
 from kemu.ctl.tabwriter import align
-from kemu.machinery import kinds, podgroups, resources
+from kemu.machinery import csr_request, kinds, podgroups, resources
+from kemu.machinery import printers as kinds_printers
+from kemu.machinery.apiextensions import crd as apiextensions
 from kemu.machinery.errors import ApiError, BadRequest, Invalid
 from kemu.machinery.jsonvalue import JSONObject
 from kemu.machinery.keys import object_meta
-from kemu.machinery.quantity import format_resource, to_int
+from kemu.machinery.quantity import format_resource, parse_quantity, to_int
 from kemu.machinery.runtime_config import RuntimeConfig, RuntimeConfigError
 
 NONE = "<none>"
@@ -240,8 +242,8 @@ def _describe_container_spec(
                 f"{getattr(p, field)}/{p.protocol or 'TCP'}" + (f" ({p.name})" if p.name else "")
                 for p in c.ports
             ]
-            if ports:
-                w.line(2, f"{title}:", ", ".join(ports))
+            if ports:  # kubectl's Ports/Host Ports when there are several
+                w.line(2, f"{title}s:" if len(ports) > 1 else f"{title}:", ", ".join(ports))
         for values, title in ((c.command, "Command"), (c.args, "Args")):
             if values:
                 w.line(2, f"{title}:")
@@ -455,7 +457,7 @@ def describe_pod(pod: types_pb2.Pod, events: list[types_pb2.Event], now: float) 
         w.line(0, "Reason:", pod.status.reason)
     if pod.status.message:
         w.line(0, "Message:", " ".join(pod.status.message.split()))
-    w.line(0, "IP:", pod.status.pod_ip or NONE)
+    w.line(0, "IP:", pod.status.pod_ip)  # (kubectl: empty until the pod has one)
     if pod.status.pod_ips:
         w.line(0, "IPs:")
         for ip in pod.status.pod_ips:
@@ -681,64 +683,6 @@ def describe_node(
     return w.render()
 
 
-# ---------------------------------------------------------------- every other kind
-
-
-def _title(key: str) -> str:
-    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", key)
-    return words[:1].upper() + words[1:]
-
-
-def _generic(w: Writer, level: int, data: JSONObject) -> None:
-    for key, value in data.items():
-        title = f"{_title(key)}:"
-        if isinstance(value, dict):
-            if value and all(not isinstance(v, dict | list) for v in value.values()):
-                if key in ("labels", "annotations", "matchLabels"):
-                    w.multiline(level, _title(key), [f"{k}={v}" for k, v in value.items()])
-                    continue
-            w.line(level, title)
-            _generic(w, level + 1, value)
-        elif isinstance(value, list):
-            if all(not isinstance(v, dict | list) for v in value):
-                w.line(level, title, ", ".join(plain(v) for v in value))
-                continue
-            w.line(level, title)
-            for item in value:
-                if isinstance(item, dict):
-                    _generic(w, level + 1, item)
-                    w.line(level + 1, "")
-                else:
-                    w.line(level + 1, plain(item))
-        else:
-            w.line(level, title, plain(value))
-
-
-def describe_generic(
-    obj: Message, events: list[types_pb2.Event], now: float, api_version: str = ""
-) -> str:
-    """`api_version`: the group version to describe the object as (kubectl describe's: the
-    one asked for, or the server's preferred); "" for the kind's own."""
-    kind = kinds.kind_of(obj)
-    api_version = api_version or kind.api_version
-    data = podgroups.to_versioned(obj, api_version)
-    m = object_meta(obj)
-    w = Writer()
-    w.line(0, "Name:", m.name)
-    if kind.namespaced:
-        w.line(0, "Namespace:", m.namespace)
-    w.multiline(0, "Labels", _pairs(m.labels))
-    w.multiline(0, "Annotations", annotation_lines(m.annotations))
-    w.line(0, "API Version:", api_version)
-    w.line(0, "Kind:", kind.kind)
-    w.line(0, "Creation Timestamp:", _when(m.creation_timestamp, m.HasField("creation_timestamp")))
-    rest = {k: v for k, v in data.items() if k not in ("apiVersion", "kind", "metadata")}
-    _generic(w, 0, rest)
-    if kind.kind != "Event":
-        describe_events(w, events, now)
-    return w.render()
-
-
 # ---------------------------------------------------------------- the command
 
 
@@ -814,12 +758,21 @@ async def describe_object(ctx: Context, obj: Message, api_version: str = "") -> 
         return describe_config_map(obj, events, now)
     if isinstance(obj, types_pb2.PersistentVolume):
         return describe_persistent_volume(obj, events, now)
-    if isinstance(obj, types_pb2.Service | types_pb2.PersistentVolumeClaim):
+    if isinstance(obj, types_pb2.Service):
+        slices = await ctx.client.list_all(
+            types_pb2.EndpointSlice,
+            obj.metadata.namespace,
+            label_selector=f"kubernetes.io/service-name={obj.metadata.name}",
+        )
+        return describe_service(obj, list(slices.items), events, now)
+    if isinstance(obj, types_pb2.PersistentVolumeClaim):
         pods = list((await ctx.client.list_all(types_pb2.Pod, obj.metadata.namespace)).items)
-        if isinstance(obj, types_pb2.Service):
-            return describe_service(obj, pods, events, now)
         return describe_persistent_volume_claim(obj, pods, events, now)
-    return describe_generic(obj, events, now, api_version)
+    described = await describe_more(ctx, obj, events, now)
+    if described is not None:
+        return described
+    # kubectl's genericDescriber (an Event's own section is empty: no event is about one)
+    return describe_unstructured(obj, events, now, api_version)
 
 
 async def cmd_describe(ctx: Context, args: argparse.Namespace) -> int:
@@ -827,7 +780,12 @@ async def cmd_describe(ctx: Context, args: argparse.Namespace) -> int:
     given = list(args.targets)
     if given:
         given[0], asked = requested_version(given[0])
-    targets = split_targets(given, require_name=False)
+    try:
+        targets = split_targets(given, require_name=False)
+    except CtlError:
+        # maybe a custom resource: learn the established CRDs' kinds (kubectl's discovery)
+        await register_custom_kinds(ctx)
+        targets = split_targets(given, require_name=False)
     if asked is not None:
         for kind, _ in targets:
             every = {gv for _, versions in kind.versions for gv in versions} or {kind.api_version}
@@ -839,13 +797,25 @@ async def cmd_describe(ctx: Context, args: argparse.Namespace) -> int:
     for kind, name in targets:
         if name is None:
             ns = "" if args.all_namespaces else namespace_for(ctx, kind)
-            listed = await ctx.client.list_all(kind.message, ns, label_selector=args.selector or "")
-            if not listed.items:
+            if kind.custom:  # (custom resources: by resource; no label selector)
+                items: list[Message] = list(
+                    (await ctx.client.list_all_custom(kind.resource, ns)).items
+                )
+            else:
+                selector = args.selector or ""
+                items = list(
+                    (await ctx.client.list_all(kind.message, ns, label_selector=selector)).items
+                )
+            if not items:
                 ctx.warn(f"No resources found in {ns} namespace." if ns else "No resources found")
-            objs.extend(listed.items)
+            objs.extend(items)
             continue
         try:
-            objs.append(await ctx.client.get(kind.message, name, namespace_for(ctx, kind)))
+            ns = namespace_for(ctx, kind)
+            if kind.custom:
+                objs.append(await ctx.client.get_custom(kind.resource, name, ns))
+            else:
+                objs.append(await ctx.client.get(kind.message, name, ns))
         except ApiError as e:
             errors.append(format_api_error(e))
     for i, obj in enumerate(objs):
@@ -917,47 +887,14 @@ def describe_config_map(cm: types_pb2.ConfigMap, events: list[types_pb2.Event], 
     return w.render()
 
 
-def _ready(pod: types_pb2.Pod) -> bool:
-    return any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions)
-
-
-def _target_port(pod: types_pb2.Pod, port: types_pb2.ServicePort) -> int:
-    tp = port.target_port
-    if tp.str_val:
-        for c in pod.spec.containers:
-            for cp in c.ports:
-                if cp.name == tp.str_val:
-                    return cp.container_port
-        return 0
-    return tp.int_val or port.port
-
-
-def _endpoints_text(
-    svc: types_pb2.Service, port: types_pb2.ServicePort, pods: list[types_pb2.Pod]
-) -> str:
-    """The ready endpoints of the port, as kubectl's formatEndpointSlices: the first three,
-    then ` + N more...`; the endpoints are the ready pods the selector picks (what the
-    endpointslice controller would publish)."""
-    if not svc.spec.selector:
-        return NONE
-    found = []
-    for p in sorted(pods, key=lambda p: p.status.pod_ip):
-        labels = p.metadata.labels
-        if not all(labels.get(k) == v for k, v in svc.spec.selector.items()):
-            continue
-        target = _target_port(p, port)
-        if p.status.pod_ip and _ready(p) and target:
-            found.append(f"{p.status.pod_ip}:{target}")
-    if not found:
-        return NONE
-    more = len(found) - 3
-    return ",".join(found[:3]) + (f" + {more} more..." if more > 0 else "")
-
-
 def describe_service(
-    svc: types_pb2.Service, pods: list[types_pb2.Pod], events: list[types_pb2.Event], now: float
+    svc: types_pb2.Service,
+    slices: list[types_pb2.EndpointSlice],
+    events: list[types_pb2.Event],
+    now: float,
 ) -> str:
-    """kubectl's describeService."""
+    """kubectl's describeService: each port's endpoints from the Service's EndpointSlices
+    (formatEndpointSlices)."""
     spec = svc.spec
     w = Writer()
     w.line(0, "Name:", svc.metadata.name)
@@ -974,7 +911,7 @@ def describe_service(
     if spec.external_ips:
         w.line(0, "External IPs:", ",".join(spec.external_ips))
     if spec.load_balancer_ip:
-        w.line(0, "IP:", spec.load_balancer_ip)
+        w.line(0, "Desired LoadBalancer IP:", spec.load_balancer_ip)
     if spec.external_name:
         w.line(0, "External Name:", spec.external_name)
     ingress = [i.ip or i.hostname for i in svc.status.load_balancer.ingress]
@@ -986,9 +923,11 @@ def describe_service(
         tp = port.target_port
         target = tp.str_val if tp.str_val else str(tp.int_val)
         w.line(0, "TargetPort:", f"{target}/{port.protocol}")
+        if port.HasField("app_protocol"):
+            w.line(0, "AppProtocol:", port.app_protocol)
         if port.node_port:
             w.line(0, "NodePort:", name, f"{port.node_port}/{port.protocol}")
-        w.line(0, "Endpoints:", _endpoints_text(svc, port, pods))
+        w.line(0, "Endpoints:", format_endpoint_slices(slices, {port.name}))
     w.line(0, "Session Affinity:", spec.session_affinity)
     if spec.external_traffic_policy:
         w.line(0, "External Traffic Policy:", spec.external_traffic_policy)
@@ -1131,3 +1070,1459 @@ def describe_persistent_volume_claim(
             )
     describe_events(w, events, now)
     return w.render()
+
+
+# ---------------------------------------------------------------- issue #57 gcquota: the
+# kubectl layouts (staging/src/k8s.io/kubectl/pkg/describe/describe.go) of the kinds that
+# fell back to the field dump: RBAC's four, ServiceAccount, Ingress, IngressClass,
+# NetworkPolicy, HorizontalPodAutoscaler, EndpointSlice, Endpoints, ResourceQuota, LimitRange,
+# ReplicationController, CertificateSigningRequest, Secret, PriorityClass,
+# PodDisruptionBudget, StorageClass; and kubectl's genericDescriber for every other kind
+# (CRDs, custom resources, APIService, Lease, ...).
+
+
+def _qty(text: str) -> str:
+    """A quantity as Go's Quantity.String() prints it (canonical)."""
+    try:
+        return str(parse_quantity(text))
+    except Invalid:
+        return text
+
+
+def _selector(selector: types_pb2.LabelSelector | None) -> str:
+    """metav1.FormatLabelSelector (<none> for none or an empty one)."""
+    if selector is None:
+        return NONE
+    return kinds_printers.format_label_selector(selector)
+
+
+def _go_time(ts: Timestamp) -> str:
+    """A metav1.Time printed with %s (Go's time.Time.String() in UTC)."""
+    return time.strftime("%Y-%m-%d %H:%M:%S +0000 UTC", time.gmtime(ts.seconds))
+
+
+def _raw_line(w: Writer, title: str, text: str) -> None:
+    """`Title:\tText` as kubectl writes it: a newline in the text (kubectl apply's
+    last-applied annotation ends with one) starts a line of its own, which ends the
+    alignment block."""
+    first, *rest = text.split("\n")
+    w.line(0, title, first)
+    for line in rest:
+        w.line(0, line)
+
+
+def _format_labels(mapping: Mapping[str, str]) -> str:
+    """labels.FormatLabels: k=v sorted, joined by commas; <none> when empty."""
+    return ",".join(_pairs(mapping)) or NONE
+
+
+def _header(w: Writer, obj: Message, *, namespace: bool = True) -> None:
+    m = object_meta(obj)
+    w.line(0, "Name:", m.name)
+    if namespace:
+        w.line(0, "Namespace:", m.namespace)
+    w.multiline(0, "Labels", _pairs(m.labels))
+    w.multiline(0, "Annotations", annotation_lines(m.annotations))
+
+
+# ------------------------------------------------ RBAC (rbac.BreakdownRule, CompactRules)
+
+
+def _breakdown(rule: types_pb2.PolicyRule) -> list[types_pb2.PolicyRule]:
+    out = []
+    for group in rule.api_groups:
+        for resource in rule.resources:
+            for verb in rule.verbs:
+                for name in rule.resource_names or [None]:
+                    sub = types_pb2.PolicyRule(
+                        api_groups=[group], resources=[resource], verbs=[verb]
+                    )
+                    if name is not None:
+                        sub.resource_names.append(name)
+                    out.append(sub)
+    for url in rule.non_resource_urls:
+        for verb in rule.verbs:
+            out.append(types_pb2.PolicyRule(non_resource_urls=[url], verbs=[verb]))
+    return out
+
+
+def _compact(rules: list[types_pb2.PolicyRule]) -> list[types_pb2.PolicyRule]:
+    """rbac.CompactRules: the verbs of rules of one group, one resource and at most one name
+    merged (each rule from BreakdownRule is one of those unless it is a non-resource URL)."""
+    compacted: list[types_pb2.PolicyRule] = []
+    simple: dict[tuple[str, str, bool, str], types_pb2.PolicyRule] = {}
+    for rule in rules:
+        if rule.non_resource_urls or len(rule.api_groups) != 1 or len(rule.resources) != 1:
+            compacted.append(rule)
+            continue
+        names = list(rule.resource_names)
+        key = (rule.api_groups[0], rule.resources[0], bool(names), names[0] if names else "")
+        if key in simple:
+            simple[key].verbs.extend(rule.verbs)
+        else:
+            copy = types_pb2.PolicyRule()
+            copy.CopyFrom(rule)
+            simple[key] = copy
+    return compacted + list(simple.values())
+
+
+def _rule_string(r: types_pb2.PolicyRule) -> str:
+    """PolicyRule.String() (the generated one), kubectl's sort key."""
+    return (
+        f"&PolicyRule{{Verbs:{_go_list(r.verbs)},APIGroups:{_go_list(r.api_groups)},"
+        f"Resources:{_go_list(r.resources)},ResourceNames:{_go_list(r.resource_names)},"
+        f"NonResourceURLs:{_go_list(r.non_resource_urls)},}}"
+    )
+
+
+def _combine_resource_group(resources: Iterable[str], groups: Iterable[str]) -> str:
+    resources, groups = list(resources), list(groups)
+    if not resources:
+        return ""
+    name, _, sub = resources[0].partition("/")
+    if groups and groups[0]:
+        name += "." + groups[0]
+    return name + ("/" + sub if sub else "")
+
+
+def describe_role(role: types_pb2.Role | types_pb2.ClusterRole) -> str:
+    """RoleDescriber / ClusterRoleDescriber: the rules broken down, compacted and sorted."""
+    rules = _compact([sub for rule in role.rules for sub in _breakdown(rule)])
+    rules.sort(key=_rule_string)
+    w = Writer()
+    _header(w, role, namespace=False)
+    w.line(0, "PolicyRule:")
+    w.line(1, "Resources", "Non-Resource URLs", "Resource Names", "Verbs")
+    w.line(1, "---------", "-----------------", "--------------", "-----")
+    for r in rules:
+        w.line(
+            1,
+            _combine_resource_group(r.resources, r.api_groups),
+            _go_list(r.non_resource_urls),
+            _go_list(r.resource_names),
+            _go_list(r.verbs),
+        )
+    return w.render()
+
+
+def describe_role_binding(b: types_pb2.RoleBinding | types_pb2.ClusterRoleBinding) -> str:
+    w = Writer()
+    _header(w, b, namespace=False)
+    w.line(0, "Role:")
+    w.line(1, "Kind:", b.role_ref.kind)
+    w.line(1, "Name:", b.role_ref.name)
+    w.line(0, "Subjects:")
+    w.line(1, "Kind", "Name", "Namespace")
+    w.line(1, "----", "----", "---------")
+    for s in b.subjects:
+        w.line(1, s.kind, s.name, s.namespace)
+    return w.render()
+
+
+# ------------------------------------------------ core/v1
+
+
+def describe_service_account(
+    sa: types_pb2.ServiceAccount, events: list[types_pb2.Event], now: float
+) -> str:
+    """describeServiceAccount (1.37's: image pull secrets only; kubectl up to 1.33 also
+    listed mountable secrets and tokens)."""
+    w = Writer()
+    _header(w, sa)
+    names = [s.name for s in sa.image_pull_secrets]
+    w.multiline(0, "Image pull secrets", names)
+    describe_events(w, events, now)
+    return w.render()
+
+
+def describe_secret(secret: types_pb2.Secret) -> str:
+    w = Writer()
+    _header(w, secret)
+    w.line(0, "")
+    w.line(0, "Type:", secret.type)
+    w.line(0, "")
+    w.line(0, "Data")
+    w.line(0, "====")
+    for key in sorted(secret.data):
+        value = secret.data[key]
+        if key == "token" and secret.type == "kubernetes.io/service-account-token":
+            w.line(0, f"{key}:", value.decode(errors="replace"))
+        else:
+            w.line(0, f"{key}:", f"{len(value)} bytes")
+    return w.render()
+
+
+_SCOPE_HELP: Final = {
+    "Terminating": "Matches all pods that have an active deadline. These pods have a limited "
+    "lifespan on a node before being actively terminated by the system.",
+    "NotTerminating": "Matches all pods that do not have an active deadline. These pods usually "
+    "include long running pods whose container command is not expected to terminate.",
+    "BestEffort": "Matches all pods that do not have resource requirements set. These pods "
+    "have a best effort quality of service.",
+    "NotBestEffort": "Matches all pods that have at least one resource requirement set. These "
+    "pods have a burstable or guaranteed quality of service.",
+}
+
+
+def describe_resource_quota(rq: types_pb2.ResourceQuota) -> str:
+    """describeQuota: the scopes with their help, then used/hard per resource."""
+    w = Writer()
+    w.line(0, "Name:", rq.metadata.name)
+    w.line(0, "Namespace:", rq.metadata.namespace)
+    if rq.spec.scopes:
+        scopes = sorted(rq.spec.scopes)
+        w.line(0, "Scopes:", ", ".join(scopes))
+        for scope in scopes:
+            if scope in _SCOPE_HELP:
+                w.line(0, f" * {_SCOPE_HELP[scope]}")
+    w.line(0, "Resource", "Used", "Hard")
+    w.line(0, "--------", "----", "----")
+    for name in sorted(rq.status.hard):
+        used = rq.status.used.get(name, "0")
+        w.line(0, name, _qty(used), _qty(rq.status.hard[name]))
+    return w.render()
+
+
+def describe_limit_range(lr: types_pb2.LimitRange) -> str:
+    """describeLimitRange: one row per item and resource, `-` where the item sets nothing.
+    (kubectl iterates a Go map: the resources' order is random there; here it is sorted.)"""
+    w = Writer()
+    w.line(0, "Name:", lr.metadata.name)
+    w.line(0, "Namespace:", lr.metadata.namespace)
+    columns = ("Type", "Resource", "Min", "Max", "Default Request", "Default Limit")
+    w.line(0, *columns, "Max Limit/Request Ratio")
+    w.line(0, *("-" * len(c) for c in columns), "-----------------------")
+    for item in lr.spec.limits:
+        fields = (
+            item.min,
+            item.max,
+            item.default_request,
+            item.default_limit,
+            item.max_limit_request_ratio,
+        )
+        names = sorted({k for f in fields for k in f})
+        for name in names:
+            w.line(0, item.type, name, *(_qty(f[name]) if name in f else "-" for f in fields))
+    return w.render()
+
+
+def _pod_template(w: Writer, template: types_pb2.PodTemplateSpec) -> None:
+    """DescribePodTemplate."""
+    w.line(0, "Pod Template:")
+    w.multiline(0, "  Labels", _pairs(template.metadata.labels))
+    if template.metadata.annotations:
+        w.multiline(0, "  Annotations", annotation_lines(template.metadata.annotations))
+    spec = template.spec
+    if spec.service_account_name:
+        w.line(1, "Service Account:", spec.service_account_name)
+    if spec.init_containers:
+        _template_containers(w, "Init Containers", spec.init_containers)
+    _template_containers(w, "Containers", spec.containers)
+    volumes = list(spec.volumes)
+    if not volumes:
+        w.line(1, "Volumes:", NONE)
+    else:
+        w.line(1, "Volumes:")
+        for v in volumes:
+            w.line(1, f" {v.name}:")
+            for key, value in _volume_lines(v):
+                w.line(2, key, value)
+    if spec.priority_class_name:
+        w.line(1, "Priority Class Name:", spec.priority_class_name)
+    w.multiline(0, "  Node-Selectors", _pairs(spec.node_selector))
+    tolerations = sorted(spec.tolerations, key=lambda t: t.key)
+    w.multiline(0, "  Tolerations", [toleration_text(t) for t in tolerations])
+
+
+def _ports_text(ports: Iterable[types_pb2.ContainerPort], field: str) -> str:
+    return ", ".join(
+        f"{getattr(p, field)}/{p.protocol}" + (f" ({p.name})" if p.name else "") for p in ports
+    )
+
+
+def _template_containers(w: Writer, title: str, containers: Iterable[types_pb2.Container]) -> None:
+    """describeContainers of a template (no statuses), with the template's indentation."""
+    containers = list(containers)
+    w.line(1, f"{title}:" + ("" if containers else f" {NONE}"))
+    for c in containers:
+        w.line(1, f" {c.name}:")
+        w.line(2, "Image:", c.image)
+        for field, title_one in (("container_port", "Port"), ("host_port", "Host Port")):
+            text = _ports_text(c.ports, field)
+            if "," in text:
+                w.line(2, f"{title_one}s:", text)
+            else:
+                w.line(2, f"{title_one}:", text or NONE)
+        for values, heading in ((c.command, "Command"), (c.args, "Args")):
+            if values:
+                w.line(2, f"{heading}:")
+                for v in values:
+                    for s in v.split("\n"):
+                        w.line(3, s)
+        _resource_block(w, 2, "Limits", {k: _qty(v) for k, v in c.resources.limits.items()})
+        _resource_block(w, 2, "Requests", {k: _qty(v) for k, v in c.resources.requests.items()})
+        for field, heading in (
+            ("liveness_probe", "Liveness"),
+            ("readiness_probe", "Readiness"),
+            ("startup_probe", "Startup"),
+        ):
+            if c.HasField(field):
+                w.line(2, f"{heading}:", _probe_text(getattr(c, field)))
+        if c.env_from:
+            w.line(2, "Environment Variables from:")
+            for ef in c.env_from:
+                if ef.HasField("config_map_ref"):
+                    src, name = "ConfigMap", ef.config_map_ref.name
+                    optional = ef.config_map_ref.optional
+                else:
+                    src, name, optional = "Secret", ef.secret_ref.name, ef.secret_ref.optional
+                prefix = f" with prefix '{ef.prefix}'" if ef.prefix else ""
+                w.line(3, name, f"{src}{prefix}", f"Optional: {str(optional).lower()}")
+        if c.env:
+            w.line(2, "Environment:")
+            for e in c.env:
+                if e.HasField("value_from"):
+                    w.line(3, f"{e.name}:", _template_env_text(e))
+                    continue
+                for i, s in enumerate(e.value.split("\n")):
+                    w.line(3, f"{e.name}:" if i == 0 else "", s)
+        else:
+            w.line(2, "Environment:", NONE)
+        mounts = sorted(c.volume_mounts, key=lambda m: m.mount_path)
+        if not mounts:
+            w.line(2, "Mounts:", NONE)
+        else:
+            w.line(2, "Mounts:")
+            for m in mounts:
+                flags = ["ro" if m.read_only else "rw"]
+                if m.sub_path:
+                    flags.append(f'path="{m.sub_path}"')
+                w.line(3, f"{m.mount_path} from {m.name} ({','.join(flags)})")
+
+
+def _template_env_text(e: types_pb2.EnvVar) -> str:
+    src = e.value_from
+    if src.HasField("field_ref"):
+        return f" ({src.field_ref.api_version}:{src.field_ref.field_path})"
+    if src.HasField("resource_field_ref"):
+        return f" ({src.resource_field_ref.resource})"
+    if src.HasField("secret_key_ref"):
+        sk = src.secret_key_ref
+        return f"<set to the key '{sk.key}' in secret '{sk.name}'>  Optional: false"
+    cm = src.config_map_key_ref
+    return f"<set to the key '{cm.key}' of config map '{cm.name}'>  Optional: false"
+
+
+def _pod_counts(pods: Iterable[types_pb2.Pod], uid: str) -> str:
+    """getPodStatusForController: the pods the controller (by uid) owns, by phase."""
+    counts = {"Running": 0, "Pending": 0, "Succeeded": 0, "Failed": 0}
+    for p in pods:
+        owner = next((r for r in p.metadata.owner_references if r.controller), None)
+        if owner is None or owner.uid != uid:
+            continue
+        if p.status.phase in counts:
+            counts[p.status.phase] += 1
+    return (
+        f"{counts['Running']} Running / {counts['Pending']} Waiting / "
+        f"{counts['Succeeded']} Succeeded / {counts['Failed']} Failed"
+    )
+
+
+def describe_replication_controller(
+    rc: types_pb2.ReplicationController,
+    pods: list[types_pb2.Pod],
+    events: list[types_pb2.Event],
+    now: float,
+) -> str:
+    w = Writer()
+    w.line(0, "Name:", rc.metadata.name)
+    w.line(0, "Namespace:", rc.metadata.namespace)
+    w.line(0, "Selector:", ",".join(_pairs(rc.spec.selector)))  # (FormatLabels: never empty)
+    w.multiline(0, "Labels", _pairs(rc.metadata.labels))
+    w.multiline(0, "Annotations", annotation_lines(rc.metadata.annotations))
+    w.line(0, "Replicas:", f"{rc.status.replicas} current / {rc.spec.replicas} desired")
+    w.line(0, "Pods Status:", _pod_counts(pods, rc.metadata.uid))
+    _pod_template(w, rc.spec.template)
+    if rc.status.conditions:
+        w.line(0, "Conditions:")
+        w.line(1, "Type", "Status", "Reason")
+        w.line(1, "----", "------", "------")
+        for c in rc.status.conditions:
+            w.line(1, f"{c.type} ", c.status, c.reason)
+    describe_events(w, events, now)
+    return w.render()
+
+
+def describe_endpoints(ep: types_pb2.Endpoints, events: list[types_pb2.Event], now: float) -> str:
+    w = Writer()
+    _header(w, ep)
+    w.line(0, "Subsets:")
+    for s in ep.subsets:
+        w.line(1, "Addresses:", ",".join(a.ip for a in s.addresses) or NONE)
+        w.line(1, "NotReadyAddresses:", ",".join(a.ip for a in s.not_ready_addresses) or NONE)
+        if s.ports:
+            w.line(1, "Ports:")
+            w.line(2, "Name", "Port", "Protocol")
+            w.line(2, "----", "----", "--------")
+            for p in s.ports:
+                w.line(2, p.name or "<unset>", str(p.port), p.protocol)
+        w.line(0, "")
+    describe_events(w, events, now)
+    return w.render()
+
+
+# ------------------------------------------------ discovery, networking
+
+
+def describe_endpoint_slice(
+    eps: types_pb2.EndpointSlice, events: list[types_pb2.Event], now: float
+) -> str:
+    w = Writer()
+    _header(w, eps)
+    w.line(0, "AddressType:", eps.address_type)
+    if not eps.ports:
+        w.line(0, "Ports: <unset>")
+    else:
+        w.line(0, "Ports:")
+        w.line(1, "Name", "Port", "Protocol")
+        w.line(1, "----", "----", "--------")
+        for p in eps.ports:
+            w.line(
+                1,
+                p.name or "<unset>",
+                str(p.port) if p.HasField("port") else "<unset>",
+                p.protocol,
+            )
+    if not eps.endpoints:
+        w.line(0, "Endpoints: <none>")
+    else:
+        w.line(0, "Endpoints:")
+        for e in eps.endpoints:
+            w.line(1, "- Addresses:", ", ".join(e.addresses) or NONE)
+            w.line(2, "Conditions:")
+            ready = e.conditions.HasField("ready")
+            w.line(3, "Ready:", str(e.conditions.ready).lower() if ready else "<unset>")
+            w.line(2, "Hostname:", e.hostname if e.HasField("hostname") else "<unset>")
+            if e.HasField("target_ref"):
+                w.line(2, "TargetRef:", f"{e.target_ref.kind}/{e.target_ref.name}")
+            w.line(2, "NodeName:", e.node_name if e.HasField("node_name") else "<unset>")
+            w.line(2, "Zone:", e.zone if e.HasField("zone") else "<unset>")
+    describe_events(w, events, now)
+    return w.render()
+
+
+def format_endpoint_slices(
+    slices: Iterable[types_pb2.EndpointSlice], ports: set[str] | None
+) -> str:
+    """formatEndpointSlices: the first three ready endpoints (host:port), then `+ N more...`;
+    `ports` None: every port."""
+    slices = list(slices)
+    if not slices:
+        return NONE
+    shown: list[str] = []
+    count = 0
+    for s in slices:
+        if not s.ports:
+            for e in s.endpoints:
+                if e.conditions.HasField("ready") and not e.conditions.ready:
+                    continue
+                if len(shown) < 3:
+                    shown.append(e.addresses[0])
+                count += 1
+            continue
+        for p in s.ports:
+            if ports is not None and p.name not in ports:
+                continue
+            for e in s.endpoints:
+                if e.conditions.HasField("ready") and not e.conditions.ready:
+                    continue
+                if len(shown) < 3:
+                    addr = e.addresses[0]
+                    host = f"[{addr}]" if ":" in addr else addr
+                    shown.append(f"{host}:{p.port}")
+                count += 1
+    text = ",".join(shown)
+    return f"{text} + {count - 3} more..." if count > 3 else text
+
+
+def _service_backend(b: types_pb2.IngressServiceBackend) -> str:
+    port = str(b.port.number) if b.port.number else b.port.name
+    return f"{b.name}:{port}"
+
+
+def _ingress_backend(
+    ns: str,
+    backend: types_pb2.IngressBackend,
+    services: Mapping[str, types_pb2.Service],
+    slices: Iterable[types_pb2.EndpointSlice],
+) -> str:
+    """describeBackendV1: a service backend with its endpoints (or the error getting the
+    service), a resource backend by its group, kind and name."""
+    if backend.HasField("service"):
+        sb = _service_backend(backend.service)
+        svc = services.get(backend.service.name)
+        if svc is None:
+            return f'{sb} (<error: services "{backend.service.name}" not found>)'
+        name = ""
+        for sp in svc.spec.ports:
+            if backend.service.port.number and backend.service.port.number == sp.port:
+                name = sp.name
+            elif backend.service.port.name and backend.service.port.name == sp.name:
+                name = sp.name
+        mine = [
+            s
+            for s in slices
+            if s.metadata.labels.get("kubernetes.io/service-name") == backend.service.name
+        ]
+        return f"{sb} ({format_endpoint_slices(mine, {name})})"
+    if backend.HasField("resource"):
+        r = backend.resource
+        group = r.api_group if r.HasField("api_group") else NONE
+        return f"APIGroup: {group}, Kind: {r.kind}, Name: {r.name}"
+    return ""
+
+
+def describe_ingress(
+    ing: types_pb2.Ingress,
+    services: Mapping[str, types_pb2.Service],
+    slices: list[types_pb2.EndpointSlice],
+    events: list[types_pb2.Event],
+    now: float,
+) -> str:
+    w = Writer()
+    ns = ing.metadata.namespace
+    w.line(0, "Name:", ing.metadata.name)
+    w.multiline(0, "Labels", _pairs(ing.metadata.labels))
+    w.line(0, "Namespace:", ns)
+    addresses = sorted({i.ip or i.hostname for i in ing.status.load_balancer.ingress} - {""})
+    w.line(0, "Address:", ",".join(addresses))
+    spec = ing.spec
+    w.line(0, "Ingress Class:", spec.ingress_class_name or NONE)
+    default = "<default>"
+    if spec.HasField("default_backend"):
+        default = _ingress_backend(ns, spec.default_backend, services, slices)
+    w.line(0, "Default backend:", default)
+    if spec.tls:
+        w.line(0, "TLS:")
+        for t in spec.tls:
+            hosts = ",".join(t.hosts)
+            if t.secret_name:
+                w.line(1, f"{t.secret_name} terminates {hosts}")
+            else:
+                w.line(1, f"SNI routes {hosts}")
+    w.line(0, "Rules:")
+    w.line(1, "Host", "Path", "Backends")
+    w.line(1, "----", "----", "--------")
+    count = 0
+    for rule in spec.rules:
+        if not rule.HasField("http"):
+            continue
+        count += 1
+        w.line(1, rule.host or "*", "")
+        for path in rule.http.paths:
+            w.line(2, "", f"{path.path} ", _ingress_backend(ns, path.backend, services, slices))
+    if not count:
+        w.line(1, "*", "*", default)
+    w.multiline(0, "Annotations", annotation_lines(ing.metadata.annotations))
+    describe_events(w, events, now)
+    return w.render()
+
+
+def describe_ingress_class(
+    ic: types_pb2.IngressClass, events: list[types_pb2.Event], now: float
+) -> str:
+    w = Writer()
+    _header(w, ic, namespace=False)
+    w.line(0, "Controller:", ic.spec.controller)
+    if ic.spec.HasField("parameters"):
+        p = ic.spec.parameters
+        w.line(0, "Parameters:")
+        if p.HasField("api_group"):
+            w.line(1, "APIGroup:", p.api_group)
+        w.line(1, "Kind:", p.kind)
+        w.line(1, "Name:", p.name)
+    describe_events(w, events, now)
+    return w.render()
+
+
+def _np_port(port: types_pb2.NetworkPolicyPort) -> str:
+    proto = port.protocol if port.HasField("protocol") else "TCP"
+    value = _int_or_str(port.port) if port.HasField("port") else "<nil>"
+    if port.HasField("end_port"):
+        return f"To Port Range: {value}-{port.end_port}/{proto}"
+    return f"To Port: {value}/{proto}"
+
+
+def _np_peers(
+    w: Writer, rules: list[tuple[list[types_pb2.NetworkPolicyPort], list[Message]]], way: str
+) -> None:
+    """printNetworkPolicySpecIngressFrom / EgressTo (`way`: From or To)."""
+    indent = "    "
+    if not rules:
+        what = "ingress" if way == "From" else "egress"
+        w.line(0, f"{indent}<none> (Selected pods are isolated for {what} connectivity)")
+        return
+    for i, (ports, peers) in enumerate(rules):
+        if not ports:
+            w.line(0, f"{indent}To Port: <any> (traffic allowed to all ports)")
+        for port in ports:
+            w.line(0, indent + _np_port(port))
+        if not peers:
+            what = "source" if way == "From" else "destination"
+            w.line(0, f"{indent}{way}: <any> (traffic not restricted by {what})")
+        for peer in peers:
+            assert isinstance(peer, types_pb2.NetworkPolicyPeer)
+            w.line(0, f"{indent}{way}:")
+            pod, ns = peer.HasField("pod_selector"), peer.HasField("namespace_selector")
+            if ns:
+                w.line(1, f"{indent}NamespaceSelector: {_selector(peer.namespace_selector)}")
+            if pod:
+                w.line(1, f"{indent}PodSelector: {_selector(peer.pod_selector)}")
+            if not pod and not ns and peer.HasField("ip_block"):
+                w.line(1, f"{indent}IPBlock:")
+                w.line(2, f"{indent}CIDR: {peer.ip_block.cidr}")
+                w.line(2, f"{indent}Except: {', '.join(getattr(peer.ip_block, 'except'))}")
+        if i != len(rules) - 1:
+            w.line(0, f"{indent}----------")
+
+
+def describe_network_policy(np: types_pb2.NetworkPolicy) -> str:
+    w = Writer()
+    w.line(0, "Name:", np.metadata.name)
+    w.line(0, "Namespace:", np.metadata.namespace)
+    w.line(0, "Created on:", _go_time(np.metadata.creation_timestamp))
+    w.multiline(0, "Labels", _pairs(np.metadata.labels))
+    w.multiline(0, "Annotations", annotation_lines(np.metadata.annotations))
+    spec = np.spec
+    w.line(0, "Spec:")
+    sel = spec.pod_selector
+    if not sel.match_labels and not sel.match_expressions:
+        pods = "<none> (Allowing the specific traffic to all pods in this namespace)"
+    else:
+        pods = _selector(sel)
+    w.line(1, "PodSelector: " + _INDENT * 2 + pods)
+    types = list(spec.policy_types)
+    if "Ingress" in types:
+        w.line(1, "Allowing ingress traffic:")
+        _np_peers(w, [(list(r.ports), list(getattr(r, "from"))) for r in spec.ingress], "From")
+    else:
+        w.line(1, "Not affecting ingress traffic")
+    if "Egress" in types:
+        w.line(1, "Allowing egress traffic:")
+        _np_peers(w, [(list(r.ports), list(r.to)) for r in spec.egress], "To")
+    else:
+        w.line(1, "Not affecting egress traffic")
+    w.line(1, f"Policy Types: {', '.join(types) or NONE}")
+    return w.render()
+
+
+# ------------------------------------------------ autoscaling, certificates, the rest
+
+
+def _hpa_metric(
+    w: Writer, i: int, m: types_pb2.MetricSpec, hpa: types_pb2.HorizontalPodAutoscaler
+) -> None:
+    cur = hpa.status.current_metrics
+    st = cur[i] if len(cur) > i else None
+    unknown = "<unknown>"
+    if m.type == "Resource" or m.type == "ContainerResource":
+        src = m.resource if m.type == "Resource" else m.container_resource
+        status = None
+        if st is not None:
+            sfield = "resource" if m.type == "Resource" else "container_resource"
+            status = getattr(st, sfield) if st.HasField(sfield) else None
+        head = f"resource {src.name} on pods"
+        if m.type == "ContainerResource":
+            head = f'resource {src.name} of container "{m.container_resource.container}" on pods'
+        t = src.target
+        if t.HasField("average_value"):
+            value = unknown
+            if status is not None:
+                value = _qty(status.current.average_value or "0")
+            w.line(1, f"{head}:", f"{value} / {_qty(t.average_value)}")
+            return
+        value = unknown
+        if status is not None and status.current.HasField("average_utilization"):
+            avg = _qty(status.current.average_value or "0")
+            value = f"{status.current.average_utilization}% ({avg})"
+        target = f"{t.average_utilization}%" if t.HasField("average_utilization") else "<auto>"
+        w.line(1, f"{head}  (as a percentage of request):", f"{value} / {target}")
+        return
+    if m.type == "Pods":
+        value = unknown
+        if st is not None and st.HasField("pods"):
+            value = _qty(st.pods.current.average_value or "0")
+        target = _qty(m.pods.target.average_value or "0")
+        w.line(1, f'"{m.pods.metric.name}" on pods:', f"{value} / {target}")
+        return
+    if m.type == "Object":
+        o = m.object
+        head = f'"{o.metric.name}" on {o.described_object.kind}/{o.described_object.name} '
+        if o.target.type == "AverageValue":
+            value = unknown
+            if st is not None and st.HasField("object"):
+                value = _qty(st.object.current.average_value or "0")
+            text = f"{value} / {_qty(o.target.average_value or '0')}"
+            w.line(1, f"{head}(target average value):", text)
+        else:
+            value = unknown
+            if st is not None and st.HasField("object"):
+                value = _qty(st.object.current.value or "0")
+            w.line(1, f"{head}(target value):", f"{value} / {_qty(o.target.value or '0')}")
+        return
+    if m.type == "External":
+        e = m.external
+        value = unknown
+        if e.target.HasField("average_value"):
+            if (
+                st is not None
+                and st.HasField("external")
+                and st.external.current.HasField("average_value")
+            ):
+                value = _qty(st.external.current.average_value)
+            text = f"{value} / {_qty(e.target.average_value)}"
+            w.line(1, f'"{e.metric.name}" (target average value):', text)
+        else:
+            if st is not None and st.HasField("external"):
+                value = _qty(st.external.current.value or "0")
+            text = f"{value} / {_qty(e.target.value or '0')}"
+            w.line(1, f'"{e.metric.name}" (target value):', text)
+        return
+    w.line(1, f'<unknown metric type "{m.type}">')
+
+
+def describe_hpa(
+    hpa: types_pb2.HorizontalPodAutoscaler, events: list[types_pb2.Event], now: float
+) -> str:
+    """describeHorizontalPodAutoscalerV2."""
+    w = Writer()
+    _header(w, hpa)
+    w.line(0, "CreationTimestamp:", rfc1123(hpa.metadata.creation_timestamp))
+    ref = hpa.spec.scale_target_ref
+    w.line(0, "Reference:", f"{ref.kind}/{ref.name}")
+    w.line(0, "Metrics:", "( current / target )")
+    for i, m in enumerate(hpa.spec.metrics):
+        _hpa_metric(w, i, m, hpa)
+    spec = hpa.spec
+    w.line(
+        0, "Min replicas:", str(spec.min_replicas) if spec.HasField("min_replicas") else "<unset>"
+    )
+    w.line(0, "Max replicas:", str(spec.max_replicas))
+    if spec.HasField("behavior"):
+        w.line(0, "Behavior:")
+        for field, title in (("scale_up", "Scale Up"), ("scale_down", "Scale Down")):
+            if not spec.behavior.HasField(field):
+                continue
+            rules: types_pb2.HPAScalingRules = getattr(spec.behavior, field)
+            w.line(1, f"{title}:")
+            if rules.HasField("stabilization_window_seconds"):
+                w.line(2, f"Stabilization Window: {rules.stabilization_window_seconds} seconds")
+            if rules.policies:
+                w.line(2, f"Select Policy: {rules.select_policy or 'Max'}")
+                w.line(2, "Policies:")
+                for p in rules.policies:
+                    w.line(
+                        3,
+                        f"- Type: {p.type}",
+                        f"Value: {p.value}",
+                        f"Period: {p.period_seconds} seconds",
+                    )
+    w.line(
+        0,
+        f"{ref.kind} pods:",
+        f"{hpa.status.current_replicas} current / {hpa.status.desired_replicas} desired",
+    )
+    if hpa.status.conditions:
+        w.line(0, "Conditions:")
+        w.line(1, "Type", "Status", "Reason", "Message")
+        w.line(1, "----", "------", "------", "-------")
+        for c in hpa.status.conditions:
+            w.line(1, c.type, c.status, c.reason, c.message)
+    describe_events(w, events, now)
+    return w.render()
+
+
+def _csr_status(csr: types_pb2.CertificateSigningRequest) -> str:
+    """extractCSRStatus."""
+    types = {c.type for c in csr.status.conditions}
+    status = "Denied" if "Denied" in types else "Approved" if "Approved" in types else "Pending"
+    if "Failed" in types:
+        status += ",Failed"
+    if csr.status.certificate:
+        status += ",Issued"
+    return status
+
+
+def _human_duration(seconds: int) -> str:
+    """duration.HumanDuration (for the requested duration of a CSR)."""
+    if seconds < 0:
+        return "<invalid>"
+    if seconds < 120:
+        return f"{seconds}s"
+    minutes = seconds // 60
+    if minutes < 10:
+        s = seconds % 60
+        return f"{minutes}m{s}s" if s else f"{minutes}m"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = seconds // 3600
+    if hours < 8:
+        m = (seconds % 3600) // 60
+        return f"{hours}h{m}m" if m else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        h = hours % 24
+        return f"{hours // 24}d{h}h" if h else f"{hours // 24}d"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        d = (hours // 24) % 365
+        return f"{hours // 24 // 365}y{d}d" if d else f"{hours // 24 // 365}y"
+    return f"{hours // 24 // 365}y"
+
+
+def describe_csr(
+    csr: types_pb2.CertificateSigningRequest, events: list[types_pb2.Event], now: float
+) -> str:
+    """CertificateSigningRequestDescriber: the request's subject and alternative names read
+    from its PEM (kemu.machinery.csr_request)."""
+    cr = csr_request.parse(bytes(csr.spec.request))
+    w = Writer()
+    m = csr.metadata
+    w.line(0, "Name:", m.name)
+    _raw_line(w, "Labels:", _format_labels(m.labels))
+    _raw_line(w, "Annotations:", _format_labels(m.annotations))
+    w.line(0, "CreationTimestamp:", rfc1123(m.creation_timestamp))
+    w.line(0, "Requesting User:", csr.spec.username)
+    if csr.spec.signer_name:
+        w.line(0, "Signer:", csr.spec.signer_name)
+    if csr.spec.HasField("expiration_seconds"):
+        w.line(0, "Requested Duration:", _human_duration(csr.spec.expiration_seconds))
+    w.line(0, "Status:", _csr_status(csr))
+
+    def listed(name: str, values: list[str]) -> None:
+        if values:
+            w.line(0, "", f"{name}:", values[0])
+            for v in values[1:]:
+                w.line(0, "", "", v)
+
+    subject = cr.subject
+    w.line(0, "Subject:")
+    w.line(0, "", "Common Name:", (subject.get("CN") or [""])[0])
+    w.line(0, "", "Serial Number:", (subject.get("SERIALNUMBER") or [""])[0])
+    for key, name in (
+        ("O", "Organization"),
+        ("OU", "Organizational Unit"),
+        ("C", "Country"),
+        ("L", "Locality"),
+        ("ST", "Province"),
+        ("STREET", "StreetAddress"),
+        ("POSTALCODE", "PostalCode"),
+    ):
+        listed(name, subject.get(key, []))
+    if cr.dns_names or cr.emails or cr.ips or cr.uris:
+        w.line(0, "Subject Alternative Names:")
+        listed("DNS Names", cr.dns_names)
+        listed("Email Addresses", cr.emails)
+        listed("URIs", cr.uris)
+        listed("IP Addresses", cr.ips)
+    describe_events(w, events, now)
+    return w.render()
+
+
+def describe_priority_class(
+    pc: types_pb2.PriorityClass, events: list[types_pb2.Event], now: float
+) -> str:
+    w = Writer()
+    w.line(0, "Name:", pc.metadata.name)
+    w.line(0, "Value:", str(pc.value))
+    w.line(0, "GlobalDefault:", str(pc.global_default).lower())
+    w.line(0, "PreemptionPolicy:", pc.preemption_policy)
+    w.line(0, "Description:", pc.description)
+    _raw_line(w, "Annotations:", _format_labels(pc.metadata.annotations))
+    describe_events(w, events, now)
+    return w.render()
+
+
+def describe_pdb(
+    pdb: types_pb2.PodDisruptionBudget, events: list[types_pb2.Event], now: float
+) -> str:
+    w = Writer()
+    w.line(0, "Name:", pdb.metadata.name)
+    w.line(0, "Namespace:", pdb.metadata.namespace)
+    if pdb.spec.HasField("min_available"):
+        w.line(0, "Min available:", _int_or_str(pdb.spec.min_available))
+    elif pdb.spec.HasField("max_unavailable"):
+        w.line(0, "Max unavailable:", _int_or_str(pdb.spec.max_unavailable))
+    selector = pdb.spec.selector if pdb.spec.HasField("selector") else None
+    w.line(0, "Selector:", _selector(selector) if selector is not None else "<unset>")
+    w.line(0, "Status:")
+    st = pdb.status
+    w.line(2, "Allowed disruptions:", str(st.disruptions_allowed))
+    w.line(2, "Current:", str(st.current_healthy))
+    w.line(2, "Desired:", str(st.desired_healthy))
+    w.line(2, "Total:", str(st.expected_pods))
+    describe_events(w, events, now)
+    return w.render()
+
+
+def describe_storage_class(
+    sc: types_pb2.StorageClass, events: list[types_pb2.Event], now: float
+) -> str:
+    w = Writer()
+    m = sc.metadata
+    w.line(0, "Name:", m.name)
+    default = any(
+        m.annotations.get(k) == "true"
+        for k in (
+            "storageclass.kubernetes.io/is-default-class",
+            "storageclass.beta.kubernetes.io/is-default-class",
+        )
+    )
+    w.line(0, "IsDefaultClass:", "Yes" if default else "No")
+    _raw_line(w, "Annotations:", _format_labels(m.annotations))
+    w.line(0, "Provisioner:", sc.provisioner)
+    _raw_line(w, "Parameters:", _format_labels(sc.parameters))
+    expand = sc.HasField("allow_volume_expansion")
+    w.line(
+        0,
+        "AllowVolumeExpansion:",
+        str(sc.allow_volume_expansion) if expand else "<unset>",
+    )
+    if not sc.mount_options:
+        w.line(0, "MountOptions:", NONE)
+    else:
+        w.line(0, "MountOptions:")
+        for option in sc.mount_options:
+            w.line(1, option)
+    if sc.HasField("reclaim_policy"):
+        w.line(0, "ReclaimPolicy:", sc.reclaim_policy)
+    if sc.HasField("volume_binding_mode"):
+        w.line(0, "VolumeBindingMode:", sc.volume_binding_mode)
+    describe_events(w, events, now)
+    return w.render()
+
+
+# ------------------------------------------------ kubectl's genericDescriber
+
+
+def smart_label(field: str) -> str:
+    """smartLabelFor: camelCase words capitalized, API/URL/UID/GUID in capitals, a run of
+    capitals kept with the next word; a field with other characters than letters and `-` as
+    it is."""
+    if any(not (ch.isalpha() or ch == "-") for ch in field):
+        return field
+    parts = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[^A-Za-z]+", field)
+    merged: list[str] = []
+    i = 0
+    while i < len(parts):
+        part = parts[i]
+        nxt = parts[i + 1] if i + 1 < len(parts) else ""
+        if len(part) >= 2 and part.isupper() and nxt[:1].isupper():
+            merged.append(part + nxt)
+            i += 2
+            continue
+        merged.append(part)
+        i += 1
+    out = []
+    for part in merged:
+        if part.upper() in ("API", "URL", "UID", "GUID"):
+            part = part.upper()
+        elif part.lower() == part:
+            part = part[:1].upper() + part[1:]
+        out.append(part)
+    return " ".join(out)
+
+
+def _go_value(value: object) -> str:
+    """A JSON scalar as Go's %v prints the decoded value."""
+    if value is None:
+        return "<nil>"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+_GENERIC_SKIP: Final = frozenset(
+    {
+        ".metadata.managedFields",
+        ".metadata.name",
+        ".metadata.namespace",
+        ".metadata.labels",
+        ".metadata.annotations",
+    }
+)
+
+
+def _unstructured(w: Writer, level: int, content: JSONObject, prefix: str) -> None:
+    """printUnstructuredContent: fields sorted, maps and lists as blocks."""
+    for field in sorted(content):
+        value = content[field]
+        path = f"{prefix}.{field}"
+        if path in _GENERIC_SKIP:
+            continue
+        if isinstance(value, dict):
+            w.line(level, f"{smart_label(field)}:")
+            _unstructured(w, level + 1, value, path)
+        elif isinstance(value, list):
+            w.line(level, f"{smart_label(field)}:")
+            for child in value:
+                if isinstance(child, dict):
+                    _unstructured(w, level + 1, child, path)
+                else:
+                    w.line(level + 1, _go_value(child))
+        else:
+            w.line(level, f"{smart_label(field)}:", _go_value(value))
+
+
+def describe_unstructured(
+    obj: Message, events: list[types_pb2.Event], now: float, api_version: str = ""
+) -> str:
+    """genericDescriber: name, namespace, labels, annotations, the object's JSON
+    (`api_version`: the group version it is served as), then its events."""
+    data = podgroups.to_versioned(obj, api_version or kinds.kind_of(obj).api_version, wire=True)
+    m = object_meta(obj)
+    w = Writer()
+    w.line(0, "Name:", m.name)
+    w.line(0, "Namespace:", m.namespace)
+    w.multiline(0, "Labels", _pairs(m.labels))
+    w.multiline(0, "Annotations", annotation_lines(m.annotations))
+    _unstructured(w, 0, data, "")
+    describe_events(w, events, now)
+    return w.render()
+
+
+# ------------------------------------------------ workloads, namespaces (issue #57 gcquota)
+
+
+def _selector_string(selector: types_pb2.LabelSelector) -> str:
+    """metav1.LabelSelectorAsSelector(...).String(): "" for an empty selector."""
+    text = kinds_printers.format_label_selector(selector)
+    return "" if text == NONE else text
+
+
+def _template_without_hash(template: types_pb2.PodTemplateSpec) -> bytes:
+    t = types_pb2.PodTemplateSpec()
+    t.CopyFrom(template)
+    t.metadata.labels.pop("pod-template-hash", None)
+    return t.SerializeToString(deterministic=True)
+
+
+def _replica_sets_text(sets: list[types_pb2.ReplicaSet]) -> str:
+    """printReplicaSetsByLabels."""
+    text = ", ".join(
+        f"{rs.metadata.name} ({rs.status.replicas}/{rs.spec.replicas} replicas created)"
+        for rs in sets
+    )
+    return text or NONE
+
+
+def describe_deployment(
+    d: types_pb2.Deployment,
+    replica_sets: list[types_pb2.ReplicaSet],
+    events: list[types_pb2.Event],
+    now: float,
+) -> str:
+    """describeDeployment; the new ReplicaSet is the owned one whose template is the
+    deployment's (pod-template-hash aside), the others are old (deploymentutil)."""
+    owned = sorted(
+        (
+            rs
+            for rs in replica_sets
+            if any(r.controller and r.uid == d.metadata.uid for r in rs.metadata.owner_references)
+        ),
+        key=lambda rs: rs.metadata.creation_timestamp.seconds,
+    )
+    mine = _template_without_hash(d.spec.template)
+    new = next((rs for rs in owned if _template_without_hash(rs.spec.template) == mine), None)
+    old = [rs for rs in owned if rs is not new]
+    w = Writer()
+    w.line(0, "Name:", d.metadata.name)
+    w.line(0, "Namespace:", d.metadata.namespace)
+    w.line(0, "CreationTimestamp:", rfc1123(d.metadata.creation_timestamp))
+    w.multiline(0, "Labels", _pairs(d.metadata.labels))
+    w.multiline(0, "Annotations", annotation_lines(d.metadata.annotations))
+    w.line(0, "Selector:", _selector_string(d.spec.selector))
+    st = d.status
+    w.line(
+        0,
+        "Replicas:",
+        f"{d.spec.replicas} desired | {st.updated_replicas} updated | {st.replicas} total | "
+        f"{st.available_replicas} available | {st.unavailable_replicas} unavailable",
+    )
+    w.line(0, "StrategyType:", d.spec.strategy.type)
+    w.line(0, "MinReadySeconds:", str(d.spec.min_ready_seconds))
+    if d.spec.strategy.HasField("rolling_update"):
+        ru = d.spec.strategy.rolling_update
+        w.line(
+            0,
+            "RollingUpdateStrategy:",
+            f"{_int_or_str(ru.max_unavailable)} max unavailable, "
+            f"{_int_or_str(ru.max_surge)} max surge",
+        )
+    _pod_template(w, d.spec.template)
+    if st.conditions:
+        w.line(0, "Conditions:")
+        w.line(1, "Type", "Status", "Reason")
+        w.line(1, "----", "------", "------")
+        for c in st.conditions:
+            w.line(1, f"{c.type} ", c.status, c.reason)
+    if owned:
+        w.line(0, "OldReplicaSets:", _replica_sets_text(old))
+        w.line(0, "NewReplicaSet:", _replica_sets_text([new] if new is not None else []))
+    describe_events(w, events, now)
+    return w.render()
+
+
+def _controller_of(meta: types_pb2.ObjectMeta) -> str:
+    ref = next((r for r in meta.owner_references if r.controller), None)
+    return f"{ref.kind}/{ref.name}" if ref is not None else ""
+
+
+def describe_replica_set(
+    rs: types_pb2.ReplicaSet,
+    pods: list[types_pb2.Pod],
+    events: list[types_pb2.Event],
+    now: float,
+) -> str:
+    w = Writer()
+    w.line(0, "Name:", rs.metadata.name)
+    w.line(0, "Namespace:", rs.metadata.namespace)
+    w.line(0, "Selector:", _selector(rs.spec.selector))
+    w.multiline(0, "Labels", _pairs(rs.metadata.labels))
+    w.multiline(0, "Annotations", annotation_lines(rs.metadata.annotations))
+    if controlled := _controller_of(rs.metadata):
+        w.line(0, "Controlled By:", controlled)
+    w.line(0, "Replicas:", f"{rs.status.replicas} current / {rs.spec.replicas} desired")
+    w.line(0, "Pods Status:", _pod_counts(pods, rs.metadata.uid))
+    _pod_template(w, rs.spec.template)
+    if rs.status.conditions:
+        w.line(0, "Conditions:")
+        w.line(1, "Type", "Status", "Reason")
+        w.line(1, "----", "------", "------")
+        for c in rs.status.conditions:
+            w.line(1, f"{c.type} ", c.status, c.reason)
+    describe_events(w, events, now)
+    return w.render()
+
+
+def describe_job(job: types_pb2.Job, events: list[types_pb2.Event], now: float) -> str:
+    w = Writer()
+    spec, st = job.spec, job.status
+    w.line(0, "Name:", job.metadata.name)
+    w.line(0, "Namespace:", job.metadata.namespace)
+    w.line(0, "Selector:", _selector_string(spec.selector))
+    w.multiline(0, "Labels", _pairs(job.metadata.labels))
+    w.multiline(0, "Annotations", annotation_lines(job.metadata.annotations))
+    if controlled := _controller_of(job.metadata):
+        w.line(0, "Controlled By:", controlled)
+    if spec.HasField("parallelism"):
+        w.line(0, "Parallelism:", str(spec.parallelism))
+    w.line(0, "Completions:", str(spec.completions) if spec.HasField("completions") else "<unset>")
+    if spec.HasField("completion_mode"):
+        w.line(0, "Completion Mode:", spec.completion_mode)
+    if spec.HasField("suspend"):
+        w.line(0, "Suspend:", str(spec.suspend).lower())
+    if spec.HasField("backoff_limit"):
+        w.line(0, "Backoff Limit:", str(spec.backoff_limit))
+    if spec.HasField("ttl_seconds_after_finished"):
+        w.line(0, "TTL Seconds After Finished:", str(spec.ttl_seconds_after_finished))
+    if st.HasField("start_time"):
+        w.line(0, "Start Time:", rfc1123(st.start_time))
+    if st.HasField("completion_time"):
+        w.line(0, "Completed At:", rfc1123(st.completion_time))
+    if st.HasField("start_time") and st.HasField("completion_time"):
+        took = st.completion_time.seconds - st.start_time.seconds
+        w.line(0, "Duration:", _human_duration(took))
+    if spec.HasField("active_deadline_seconds"):
+        w.line(0, "Active Deadline Seconds:", f"{spec.active_deadline_seconds}s")
+    if st.HasField("ready"):
+        counts = f"{st.active} Active ({st.ready} Ready) / {st.succeeded} Succeeded / "
+    else:
+        counts = f"{st.active} Active / {st.succeeded} Succeeded / "
+    w.line(0, "Pods Statuses:", counts + f"{st.failed} Failed")
+    _pod_template(w, spec.template)
+    describe_events(w, events, now)
+    return w.render()
+
+
+def _optional(message: Message, field: str, suffix: str = "") -> str:
+    return f"{getattr(message, field)}{suffix}" if message.HasField(field) else "<unset>"
+
+
+def describe_cron_job(cj: types_pb2.CronJob, events: list[types_pb2.Event], now: float) -> str:
+    w = Writer()
+    spec = cj.spec
+    w.line(0, "Name:", cj.metadata.name)
+    w.line(0, "Namespace:", cj.metadata.namespace)
+    w.multiline(0, "Labels", _pairs(cj.metadata.labels))
+    w.multiline(0, "Annotations", annotation_lines(cj.metadata.annotations))
+    w.line(0, "Schedule:", spec.schedule)
+    w.line(0, "Concurrency Policy:", spec.concurrency_policy)
+    w.line(0, "Suspend:", str(spec.suspend) if spec.HasField("suspend") else "<unset>")
+    w.line(0, "Time Zone:", _optional(spec, "time_zone"))
+    w.line(0, "Successful Job History Limit:", _optional(spec, "successful_jobs_history_limit"))
+    w.line(0, "Failed Job History Limit:", _optional(spec, "failed_jobs_history_limit"))
+    w.line(0, "Starting Deadline Seconds:", _optional(spec, "starting_deadline_seconds", "s"))
+    js = spec.job_template.spec
+    sel = _selector_string(js.selector) if js.HasField("selector") else "<unset>"
+    w.line(0, "Selector:", sel)
+    w.line(0, "Parallelism:", _optional(js, "parallelism"))
+    w.line(0, "Completions:", _optional(js, "completions"))
+    if js.HasField("active_deadline_seconds"):
+        w.line(0, "Active Deadline Seconds:", f"{js.active_deadline_seconds}s")
+    _pod_template(w, js.template)
+    last = cj.status.last_schedule_time
+    w.line(
+        0,
+        "Last Schedule Time:",
+        rfc1123(last) if cj.status.HasField("last_schedule_time") else "<unset>",
+    )
+    w.line(0, "Active Jobs:", ", ".join(j.name for j in cj.status.active) or NONE)
+    describe_events(w, events, now)
+    return w.render()
+
+
+def describe_daemon_set(
+    ds: types_pb2.DaemonSet,
+    pods: list[types_pb2.Pod],
+    events: list[types_pb2.Event],
+    now: float,
+) -> str:
+    w = Writer()
+    st = ds.status
+    w.line(0, "Name:", ds.metadata.name)
+    w.line(0, "Namespace:", ds.metadata.namespace)
+    w.line(0, "Selector:", _selector_string(ds.spec.selector))
+    w.line(0, "Node-Selector:", ",".join(_pairs(ds.spec.template.spec.node_selector)) or NONE)
+    w.multiline(0, "Labels", _pairs(ds.metadata.labels))
+    w.multiline(0, "Annotations", annotation_lines(ds.metadata.annotations))
+    w.line(0, f"Desired Number of Nodes Scheduled: {st.desired_number_scheduled}")
+    w.line(0, f"Current Number of Nodes Scheduled: {st.current_number_scheduled}")
+    w.line(0, f"Number of Nodes Scheduled with Up-to-date Pods: {st.updated_number_scheduled}")
+    w.line(0, f"Number of Nodes Scheduled with Available Pods: {st.number_available}")
+    w.line(0, f"Number of Nodes Misscheduled: {st.number_misscheduled}")
+    w.line(0, "Pods Status:", _pod_counts(pods, ds.metadata.uid))
+    _pod_template(w, ds.spec.template)
+    describe_events(w, events, now)
+    return w.render()
+
+
+def describe_stateful_set(
+    ss: types_pb2.StatefulSet,
+    pods: list[types_pb2.Pod],
+    events: list[types_pb2.Event],
+    now: float,
+) -> str:
+    w = Writer()
+    w.line(0, "Name:", ss.metadata.name)
+    w.line(0, "Namespace:", ss.metadata.namespace)
+    w.line(0, "CreationTimestamp:", rfc1123(ss.metadata.creation_timestamp))
+    w.line(0, "Selector:", _selector_string(ss.spec.selector))
+    w.multiline(0, "Labels", _pairs(ss.metadata.labels))
+    w.multiline(0, "Annotations", annotation_lines(ss.metadata.annotations))
+    w.line(0, "Replicas:", f"{ss.spec.replicas} desired | {ss.status.replicas} total")
+    w.line(0, "Update Strategy:", ss.spec.update_strategy.type)
+    if ss.spec.update_strategy.HasField("rolling_update"):
+        ru = ss.spec.update_strategy.rolling_update
+        if ru.HasField("partition"):
+            w.line(1, "Partition:", str(ru.partition))
+            if ru.HasField("max_unavailable"):
+                w.line(1, "MaxUnavailable:", _int_or_str(ru.max_unavailable))
+    w.line(0, "Pods Status:", _pod_counts(pods, ss.metadata.uid))
+    _pod_template(w, ss.spec.template)
+    templates = list(ss.spec.volume_claim_templates)
+    if not templates:
+        w.line(0, "Volume Claims:", NONE)
+    else:
+        w.line(0, "Volume Claims:")
+        for pvc in templates:
+            w.line(1, "Name:", pvc.metadata.name)
+            w.line(1, "StorageClass:", _pvc_class(pvc))
+            w.multiline(0, "  Labels", _pairs(pvc.metadata.labels))
+            w.multiline(0, "  Annotations", _pairs(pvc.metadata.annotations))
+            storage_ = pvc.spec.resources.requests.get("storage")
+            w.line(1, "Capacity:", _qty(storage_) if storage_ else "<default>")
+            w.line(1, "Access Modes:", _go_list(pvc.spec.access_modes))
+    describe_events(w, events, now)
+    return w.render()
+
+
+def describe_namespace(
+    ns: types_pb2.Namespace,
+    quotas: list[types_pb2.ResourceQuota],
+    ranges: list[types_pb2.LimitRange],
+) -> str:
+    """describeNamespace: status, conditions, the namespace's quotas and limit ranges."""
+    w = Writer()
+    w.line(0, "Name:", ns.metadata.name)
+    w.multiline(0, "Labels", _pairs(ns.metadata.labels))
+    w.multiline(0, "Annotations", annotation_lines(ns.metadata.annotations))
+    w.line(0, "Status:", ns.status.phase)
+    if ns.status.conditions:
+        w.line(0, "Conditions:")
+        w.line(1, "Type", "Status", "LastTransitionTime", "Reason", "Message")
+        w.line(1, "----", "------", "------------------", "------", "-------")
+        for c in ns.status.conditions:
+            when = rfc1123(c.last_transition_time)
+            w.line(1, c.type, c.status, when, c.reason, c.message)
+    w.line(0, "")
+    if not quotas:
+        w.line(0, "No resource quota.")
+    else:
+        w.line(0, "Resource Quotas")
+        for q in sorted(quotas, key=lambda q: q.metadata.name):
+            w.line(1, "Name:", q.metadata.name)
+            if q.spec.scopes:
+                scopes = sorted(q.spec.scopes)
+                w.line(1, "Scopes:", ", ".join(scopes))
+                for scope in scopes:
+                    if scope in _SCOPE_HELP:
+                        w.line(1, f"* {_SCOPE_HELP[scope]}")
+            w.line(1, "Resource", "Used", "Hard")
+            w.line(1, "--------", "---", "---")
+            for name in sorted(q.status.hard):
+                used = q.status.used.get(name, "0")
+                w.line(1, name, _qty(used), _qty(q.status.hard[name]))
+    w.line(0, "")
+    if not ranges:
+        w.line(0, "No LimitRange resource.")
+    else:
+        w.line(0, "Resource Limits")
+        columns = ("Type", "Resource", "Min", "Max", "Default Request", "Default Limit")
+        w.line(0, " " + columns[0], *columns[1:], "Max Limit/Request Ratio")
+        w.line(0, " ----", *("-" * len(c) for c in columns[1:]), "-----------------------")
+        for lr in ranges:
+            for item in lr.spec.limits:
+                fields = (
+                    item.min,
+                    item.max,
+                    item.default_request,
+                    item.default_limit,
+                    item.max_limit_request_ratio,
+                )
+                for name in sorted({k for f in fields for k in f}):
+                    values = (_qty(f[name]) if name in f else "-" for f in fields)
+                    w.line(0, f" {item.type}", name, *values)
+    return w.render()
+
+
+def describe_csi_node(node: types_pb2.CSINode, events: list[types_pb2.Event], now: float) -> str:
+    w = Writer()
+    _header(w, node, namespace=False)
+    w.line(0, "CreationTimestamp:", rfc1123(node.metadata.creation_timestamp))
+    w.line(0, "Spec:")
+    if node.spec.drivers:
+        w.line(1, "Drivers:")
+        for d in node.spec.drivers:
+            w.line(2, f"{d.name}:")
+            w.line(3, "Node ID:", d.node_id)
+            if d.HasField("allocatable") and d.allocatable.HasField("count"):
+                w.line(3, "Allocatables:")
+                w.line(4, "Count:", str(d.allocatable.count))
+            if d.topology_keys:
+                w.line(3, "Topology Keys:", _go_list(d.topology_keys))
+    describe_events(w, events, now)
+    return w.render()
+
+
+async def register_custom_kinds(ctx: Context) -> None:
+    """Registers the kind of every established CRD's custom resources in this process."""
+    crds = await ctx.client.list_all(types_pb2.CustomResourceDefinition)
+    for crd in crds.items:
+        if apiextensions.is_established(crd):
+            kinds.register_custom(apiextensions.definition_of(crd).to_kind())
+
+
+async def describe_more(
+    ctx: Context, obj: Message, events: list[types_pb2.Event], now: float
+) -> str | None:
+    """The kubectl layout of `obj` when this block has one (None: not one of its kinds),
+    with what it reads besides (a controller's pods, an ingress's services and slices)."""
+    pods: list[types_pb2.Pod] = []
+    services: dict[str, types_pb2.Service] = {}
+    slices: list[types_pb2.EndpointSlice] = []
+    ns = object_meta(obj).namespace
+    if isinstance(obj, types_pb2.Namespace):
+        name = obj.metadata.name
+        quotas = list((await ctx.client.list_all(types_pb2.ResourceQuota, name)).items)
+        ranges = list((await ctx.client.list_all(types_pb2.LimitRange, name)).items)
+        return describe_namespace(obj, quotas, ranges)
+    if isinstance(obj, types_pb2.Deployment):
+        sets = list((await ctx.client.list_all(types_pb2.ReplicaSet, ns)).items)
+        return describe_deployment(obj, sets, events, now)
+    if isinstance(
+        obj,
+        types_pb2.ReplicationController
+        | types_pb2.ReplicaSet
+        | types_pb2.DaemonSet
+        | types_pb2.StatefulSet,
+    ):
+        pods = list((await ctx.client.list_all(types_pb2.Pod, ns)).items)
+    if isinstance(obj, types_pb2.Ingress):
+        listed = (await ctx.client.list_all(types_pb2.Service, ns)).items
+        services = {s.metadata.name: s for s in listed}
+        slices = list((await ctx.client.list_all(types_pb2.EndpointSlice, ns)).items)
+    return describe_known(obj, events, now, pods=pods, services=services, slices=slices)
+
+
+def describe_known(
+    obj: Message,
+    events: list[types_pb2.Event],
+    now: float,
+    *,
+    pods: list[types_pb2.Pod],
+    services: Mapping[str, types_pb2.Service],
+    slices: list[types_pb2.EndpointSlice],
+) -> str | None:
+    """kubectl's describer of `obj`'s kind in this block (None: not one of them)."""
+    if isinstance(obj, types_pb2.Role | types_pb2.ClusterRole):
+        return describe_role(obj)
+    if isinstance(obj, types_pb2.RoleBinding | types_pb2.ClusterRoleBinding):
+        return describe_role_binding(obj)
+    if isinstance(obj, types_pb2.ServiceAccount):
+        return describe_service_account(obj, events, now)
+    if isinstance(obj, types_pb2.Secret):
+        return describe_secret(obj)
+    if isinstance(obj, types_pb2.ResourceQuota):
+        return describe_resource_quota(obj)
+    if isinstance(obj, types_pb2.LimitRange):
+        return describe_limit_range(obj)
+    if isinstance(obj, types_pb2.ReplicationController):
+        return describe_replication_controller(obj, pods, events, now)
+    if isinstance(obj, types_pb2.Endpoints):
+        return describe_endpoints(obj, events, now)
+    if isinstance(obj, types_pb2.EndpointSlice):
+        return describe_endpoint_slice(obj, events, now)
+    if isinstance(obj, types_pb2.Ingress):
+        return describe_ingress(obj, services, slices, events, now)
+    if isinstance(obj, types_pb2.IngressClass):
+        return describe_ingress_class(obj, events, now)
+    if isinstance(obj, types_pb2.NetworkPolicy):
+        return describe_network_policy(obj)
+    if isinstance(obj, types_pb2.HorizontalPodAutoscaler):
+        return describe_hpa(obj, events, now)
+    if isinstance(obj, types_pb2.CertificateSigningRequest):
+        return describe_csr(obj, events, now)
+    if isinstance(obj, types_pb2.PriorityClass):
+        return describe_priority_class(obj, events, now)
+    if isinstance(obj, types_pb2.PodDisruptionBudget):
+        return describe_pdb(obj, events, now)
+    if isinstance(obj, types_pb2.StorageClass):
+        return describe_storage_class(obj, events, now)
+    if isinstance(obj, types_pb2.ReplicaSet):
+        return describe_replica_set(obj, pods, events, now)
+    if isinstance(obj, types_pb2.DaemonSet):
+        return describe_daemon_set(obj, pods, events, now)
+    if isinstance(obj, types_pb2.StatefulSet):
+        return describe_stateful_set(obj, pods, events, now)
+    if isinstance(obj, types_pb2.Job):
+        return describe_job(obj, events, now)
+    if isinstance(obj, types_pb2.CronJob):
+        return describe_cron_job(obj, events, now)
+    if isinstance(obj, types_pb2.CSINode):
+        return describe_csi_node(obj, events, now)
+    return None

@@ -60,6 +60,11 @@ def set_defaults(obj: Message) -> None:
         default_namespace(obj)
     elif isinstance(obj, types_pb2.Node):
         pair_pod_cidrs(obj.spec)
+    elif isinstance(obj, types_pb2.PriorityClass):
+        # SetDefaults_PriorityClass (pkg/apis/scheduling/v1/defaults.go); kubectl describe
+        # of a class without one dereferences nil
+        if not obj.HasField("preemption_policy"):
+            obj.preemption_policy = "PreemptLowerPriority"
     # ---- issue #57 kinds-a
     elif isinstance(obj, types_pb2.RoleBinding | types_pb2.ClusterRoleBinding):
         rbac.set_defaults_binding(obj)

@@ -3,7 +3,9 @@ SetDefaults_LimitRangeItem) and what the LimitRanger admission plugin does to a 
 (upstream plugin/pkg/admission/limitranger/admission.go: PodMutateLimitFunc fills each
 container's missing requests and limits from the Container items' defaultRequest and
 default; PodValidateLimitFunc checks min, max and maxLimitRequestRatio per container and per
-pod). Pure: the apiserver hands in the namespace's LimitRanges."""
+pod; PersistentVolumeClaimValidateLimitFunc checks a claim's requested storage against the
+PersistentVolumeClaim items' min and max). Pure: the apiserver hands in the namespace's
+LimitRanges."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from kemu.machinery.quantity import Quantity, parse_quantity
 
 CONTAINER: Final = "Container"
 POD: Final = "Pod"
+PVC: Final = "PersistentVolumeClaim"
 _ANNOTATION: Final = "kubernetes.io/limit-ranger"
 
 
@@ -158,7 +161,43 @@ def validate_pod(pod: types_pb2.Pod, ranges: Iterable[types_pb2.LimitRange]) -> 
                         item,
                     )
                 )
+    _refuse("pods", pod.metadata.name, errors)
+
+
+def _refuse(resource: str, name: str, errors: list[str]) -> None:
+    """admission.NewForbidden over utilerrors.NewAggregate: one error as it is, several in
+    brackets."""
     if errors:
-        # utilerrors.NewAggregate: one error as it is, several in brackets
         text = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
-        raise Forbidden(f'pods "{pod.metadata.name}" is forbidden: {text}')
+        raise Forbidden(f'{resource} "{name}" is forbidden: {text}')
+
+
+def validate_pvc(
+    pvc: types_pb2.PersistentVolumeClaim, ranges: Iterable[types_pb2.LimitRange]
+) -> None:
+    """PersistentVolumeClaimValidateLimitFunc: each PersistentVolumeClaim item's min
+    (minConstraint on the requests; a claim's limits are not user input) and max
+    (maxRequestConstraint: the request, no limit needed)."""
+    requests = pvc.spec.resources.requests
+    errors: list[str] = []
+    for lr in ranges:
+        for item in lr.spec.limits:
+            if item.type != PVC:
+                continue
+            for k, text in sorted(item.min.items()):
+                req = requests.get(k)
+                if req is None:
+                    errors.append(
+                        f"minimum {k} usage per {PVC} is {text}.  No request is specified"
+                    )
+                elif _q(req) < _q(text):
+                    errors.append(f"minimum {k} usage per {PVC} is {text}, but request is {req}")
+            for k, text in sorted(item.max.items()):
+                req = requests.get(k)
+                if req is None:
+                    errors.append(
+                        f"maximum {k} usage per {PVC} is {text}.  No request is specified"
+                    )
+                elif _q(text) < _q(req):
+                    errors.append(f"maximum {k} usage per {PVC} is {text}, but request is {req}")
+    _refuse("persistentvolumeclaims", pvc.metadata.name, errors)

@@ -41,7 +41,8 @@ _LEGACY_COUNTS: Final = {
 def count_name(kind: Kind) -> str:
     """count/<resource>[.<group>] (generic's ObjectCountQuotaResourceNameFor)."""
     group = kind.api_version.rpartition("/")[0]
-    return f"count/{kind.resource}" + (f".{group}" if group else "")
+    # (a custom resource's `resource` is plural.group already)
+    return f"count/{kind.path_resource}" + (f".{group}" if group else "")
 
 
 def _one() -> Quantity:
@@ -219,18 +220,40 @@ def _missing_constraints(pod: types_pb2.Pod, hard: Iterable[str]) -> str:
     return "; ".join(f"{r} for: {','.join(sorted(missing[r]))}" for r in sorted(missing))
 
 
+def handles_update(kind: Kind, subresource: str) -> bool:
+    """Whether the ResourceQuota admission charges an update (the evaluators' Handles): a
+    pod's resize (pods.go), any update of a Service (its type can change: services.go) or of
+    a PersistentVolumeClaim (an expansion: persistent_volume_claims.go); the other kinds
+    (object counts) are charged on create only."""
+    if kind.kind == "Pod":
+        return subresource == "resize"
+    return kind.kind in ("Service", "PersistentVolumeClaim") and kind.group == ""
+
+
+def _delta(usage: Mapping[str, Quantity], old: Mapping[str, Quantity]) -> Usage:
+    """SubtractWithNonNegativeResult then RemoveZeros: what an update adds."""
+    out: Usage = {}
+    for k, v in usage.items():
+        d = v - old[k] if k in old else v
+        if d.sign() > 0:
+            out[k] = d
+    return out
+
+
 def charge(
     obj: Message,
     resource: str,
     name: str,
     rq: types_pb2.ResourceQuota,
     now: float,
+    old: Message | None = None,
 ) -> dict[str, str] | None:
     """The ResourceQuota admission plugin's checkRequest for one quota of the object's
     namespace: the quota's new status.used once the object is charged, None when the quota
     does not concern it; Forbidden as upstream when the usage over status.used would pass
     status.hard (or the quota has not been computed yet, or a container leaves out a
-    quota'd cpu or memory)."""
+    quota'd cpu or memory). `old`: an update's stored object, whose usage is subtracted
+    (only what the update adds is charged; none when it adds nothing)."""
     usage = usage_of(obj, now)
     if not usage or not matches(rq, obj):
         return None
@@ -247,10 +270,16 @@ def charge(
     for res in sorted(limited & set(usage)):
         if res not in rq.status.hard:
             raise Forbidden(f"{what}: status unknown for quota: {qname}, resource: {res}")
+    if old is not None:
+        usage = _delta(usage, usage_of(old, now))
+        if not usage:
+            return None
     hard = parse_list(rq.status.hard)
     used = parse_list(rq.status.used)
     zero = Quantity.from_int(0)
     requested = {k: v for k, v in usage.items() if k in hard}
+    if old is not None and not requested:
+        return None
     exceeded = [k for k, v in requested.items() if hard[k] < used.get(k, zero) + v]
     if exceeded:
         raise Forbidden(

@@ -91,13 +91,16 @@ MAX_SECRET_SIZE: Final = 1024 * 1024
 
 def set_defaults_persistent_volume(pv: types_pb2.PersistentVolume) -> None:
     """SetDefaults_PersistentVolume: phase Pending, reclaim policy Retain, volumeMode
-    Filesystem."""
+    Filesystem; a hostPath's type "" (unset)."""
     if not pv.status.phase:
         pv.status.phase = VOLUME_PENDING
     if not pv.spec.persistent_volume_reclaim_policy:
         pv.spec.persistent_volume_reclaim_policy = RETAIN
     if not pv.spec.HasField("volume_mode"):
         pv.spec.volume_mode = FILESYSTEM
+    # SetDefaults_HostPathVolumeSource (a PV's hostPath is the same type as a pod's)
+    if pv.spec.HasField("host_path") and not pv.spec.host_path.HasField("type"):
+        pv.spec.host_path.type = ""
 
 
 def set_defaults_claim(claim: types_pb2.PersistentVolumeClaim) -> None:

@@ -9,7 +9,13 @@ from typing import Final
 from kemu.api.v1 import types_pb2
 from kemu.machinery.errors import Cause
 from kemu.machinery.quantity import Quantity
-from kemu.machinery.validation.field import duplicate, forbidden, invalid, not_supported
+from kemu.machinery.validation.field import (
+    duplicate,
+    forbidden,
+    invalid,
+    not_supported,
+    required,
+)
 from kemu.machinery.validation.meta import validate_object_meta, validate_qualified_name
 from kemu.machinery.validation.resources import validate_resource_quantity
 
@@ -66,6 +72,13 @@ def validate_limit_range(lr: types_pb2.LimitRange) -> list[Cause]:
                 causes.append(
                     forbidden(f"{p}.defaultRequest", "may not be specified when `type` is 'Pod'")
                 )
+        if item.type == "PersistentVolumeClaim" and "storage" not in mn and "storage" not in mx:
+            causes.append(
+                required(
+                    f"{p}.limits",
+                    "either minimum or maximum storage value is required, but neither was provided",
+                )
+            )
         for k in sorted(set(mx) | set(mn) | set(df) | set(dr) | set(ratio)):
             if k in mn and k in mx and mx[k] < mn[k]:
                 causes.append(

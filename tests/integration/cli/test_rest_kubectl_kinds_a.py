@@ -11,6 +11,7 @@ Skipped when kubectl is not on PATH (it is on every machine of kemu's CI).
 from __future__ import annotations
 
 import base64
+import json
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -379,3 +380,128 @@ def test_s_api_rbac_7_typed_clients_write_protobuf(kubectl: Kubectl, ns: str) ->
     assert kubectl.json("get", "quota", "cm-quota", "-n", ns)["spec"]["hard"] == {
         "configmaps": "10"
     }
+
+
+# ---------------------------------------------------------------- issue #57 gcquota:
+# LimitRanger on PersistentVolumeClaims, ResourceQuota charging updates
+
+_UPDATES = """
+apiVersion: v1
+kind: LimitRange
+metadata: {{name: storage, namespace: {ns}}}
+spec:
+  limits:
+  - type: PersistentVolumeClaim
+    max: {{storage: 4Gi}}
+  - type: Container
+    max: {{cpu: "3"}}
+---
+apiVersion: v1
+kind: ResourceQuota
+metadata: {{name: updates, namespace: {ns}}}
+spec:
+  hard: {{requests.storage: 2Gi, services.loadbalancers: "0", requests.cpu: "1"}}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {{name: data, namespace: {ns}}}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {{requests: {{storage: 1Gi}}}}
+"""
+
+
+@pytest.fixture(scope="module")
+def updates_ns(kubectl: Kubectl) -> str:
+    """A namespace with a LimitRange (PVC max 4Gi, container max 3 cpu), a quota (requests.storage 2Gi, no load
+    balancer, 1 cpu) once computed, and a 1Gi claim made Bound (expandable)."""
+    ns = kubectl.namespace("quota-upd")
+    limits_and_quota = "---\n".join(_UPDATES.format(ns=ns).split("---\n")[:2])
+    kubectl.run("apply", "-f", "-", stdin=limits_and_quota)
+    _wait(
+        lambda: kubectl.json("get", "quota", "updates", "-n", ns).get("status", {}).get("hard"),
+        "the quota's status.hard",
+    )
+    return ns
+
+
+def _refused(kubectl: Kubectl, *args: str, stdin: str | None = None) -> str:
+    proc = kubectl.run(*args, check=False, stdin=stdin)
+    assert proc.returncode != 0, proc.stdout
+    return proc.stderr.strip()
+
+
+def test_s_api_limit_pvc_3_claims_bounded_on_create_and_expansion(
+    kubectl: Kubectl, updates_ns: str
+) -> None:
+    """S-API-LIMIT-PVC-3, S-API-QUOTA-UPD-4: a claim over the LimitRange's max is refused at
+    create; a Bound claim expanded past the quota is refused with the delta as requested,
+    past the max by LimitRanger (first)."""
+    ns = updates_ns
+    big = _UPDATES.format(ns=ns).split("---\n")[2].replace("name: data", "name: big")
+    err = _refused(kubectl, "apply", "-f", "-", stdin=big.replace("1Gi", "5Gi"))
+    assert (
+        'persistentvolumeclaims "big" is forbidden: '
+        "maximum storage usage per PersistentVolumeClaim is 4Gi, but request is 5Gi"
+    ) in err
+    kubectl.run("apply", "-f", "-", stdin=_UPDATES.format(ns=ns).split("---\n")[2])
+    kubectl.run(
+        "patch", "pvc", "data", "-n", ns, "--subresource=status", "--type=merge",
+        "-p", '{"status":{"phase":"Bound"}}',
+    )  # fmt: skip
+
+    def expand(size: str) -> str:
+        patch = json.dumps({"spec": {"resources": {"requests": {"storage": size}}}})
+        return _refused(kubectl, "patch", "pvc", "data", "-n", ns, "--type=merge", "-p", patch)
+
+    assert (
+        'persistentvolumeclaims "data" is forbidden: exceeded quota: updates, '
+        "requested: requests.storage=2Gi, used: requests.storage=1Gi, "
+        "limited: requests.storage=2Gi"
+    ) in expand("3Gi")
+    assert "maximum storage usage per PersistentVolumeClaim is 4Gi, but request is 5Gi" in (
+        expand("5Gi")
+    )
+    patch = '{"spec":{"resources":{"requests":{"storage":"2Gi"}}}}'
+    kubectl.run("patch", "pvc", "data", "-n", ns, "--type=merge", "-p", patch)
+    used = kubectl.json("get", "quota", "updates", "-n", ns)["status"]["used"]
+    assert used["requests.storage"] == "2Gi"
+
+
+def test_s_api_quota_upd_5_service_type_and_pod_resize(kubectl: Kubectl, updates_ns: str) -> None:
+    """S-API-QUOTA-UPD-5: a Service turned LoadBalancer under services.loadbalancers=0, and a
+    pod resized past requests.cpu, are refused with upstream's messages; a resize past the
+    LimitRange's max is LimitRanger's refusal."""
+    ns = updates_ns
+    kubectl.run("create", "service", "clusterip", "web", "-n", ns, "--tcp=80:80")
+    err = _refused(
+        kubectl, "patch", "service", "web", "-n", ns, "--type=merge",
+        "-p", '{"spec":{"type":"LoadBalancer"}}',
+    )  # fmt: skip
+    assert (
+        'services "web" is forbidden: exceeded quota: updates, requested: '
+        "services.loadbalancers=1, used: services.loadbalancers=0, "
+        "limited: services.loadbalancers=0"
+    ) in err
+    pod = (
+        '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"r"},"spec":{"containers":'
+        '[{"name":"c","image":"nginx","resources":{"requests":{"cpu":"500m"},'
+        '"limits":{"cpu":"500m"}}}]}}'
+    )
+    kubectl.run("create", "-n", ns, "-f", "-", stdin=pod)
+    resize = (
+        '{"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"2"},'
+        '"limits":{"cpu":"2"}}}]}}'
+    )
+    err = _refused(kubectl, "patch", "pod", "r", "-n", ns, "--subresource=resize", "-p", resize)
+    assert (
+        'pods "r" is forbidden: exceeded quota: updates, requested: requests.cpu=1500m, '
+        "used: requests.cpu=500m, limited: requests.cpu=1"
+    ) in err
+    # LimitRanger checks a resize as a new pod, before the quota
+    resize = resize.replace('"2"', '"4"')
+    err = _refused(kubectl, "patch", "pod", "r", "-n", ns, "--subresource=resize", "-p", resize)
+    assert (
+        'pods "r" is forbidden: [maximum cpu usage per Container is 3, but limit is 4, '
+        "maximum cpu usage per Container is 3, but request is 4]"
+    ) in err

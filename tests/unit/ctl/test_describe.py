@@ -194,7 +194,8 @@ async def test_describe_other_kinds_generically_and_errors() -> None:
     lines = result.out.splitlines()
     assert lines[0].split() == ["Name:", "high"]
     assert any(li.split() == ["Value:", "1000"] for li in lines)
-    assert any(li.split() == ["Preemption", "Policy:", "Never"] for li in lines)
+    # kubectl's describePriorityClass (test_describe_kinds.py compares the whole layout)
+    assert any(li.split() == ["PreemptionPolicy:", "Never"] for li in lines)
     missing = await ctl(client, "describe", "pod", "nope")
     assert (missing.rc, missing.err) == (1, 'error: pods "nope" not found\n')
 
@@ -474,9 +475,14 @@ async def test_describe_service_in_kubectls_layout() -> None:
     svc.spec.ports.add(protocol="TCP", port=80).target_port.int_val = 8080
     svc.spec.session_affinity = "None"
     svc.spec.internal_traffic_policy = "Cluster"
-    pod = make_pod("web-1").label("app", "web").condition("Ready").obj()
-    pod.status.pod_ip = "10.244.0.5"
-    out = (await ctl(fake(svc, pod), "describe", "service", "web")).out.splitlines()
+    # the endpoints are the Service's EndpointSlices' (kubectl's formatEndpointSlices)
+    eps = types_pb2.EndpointSlice(address_type="IPv4")
+    eps.metadata.name, eps.metadata.namespace = "web-x1", "default"
+    eps.metadata.labels["kubernetes.io/service-name"] = "web"
+    eps.ports.add(name="", port=8080, protocol="TCP")
+    eps.endpoints.add(addresses=["10.244.0.5"]).conditions.ready = True
+    eps.endpoints.add(addresses=["10.244.0.6"]).conditions.ready = False
+    out = (await ctl(fake(svc, eps), "describe", "service", "web")).out.splitlines()
     assert out == [
         "Name:                     web",
         "Namespace:                default",
