@@ -71,9 +71,20 @@ def shorten_graceful_deletion(meta: types_pb2.ObjectMeta, requested: int | None)
     return True
 
 
+LATEST_TIMESTAMP: Final = 253402300799
+"""9999-12-31T23:59:59Z: the latest time a Timestamp (and RFC 3339, upstream's JSON) holds."""
+
+
 def begin_graceful_deletion(meta: types_pb2.ObjectMeta, now: float, grace: int) -> None:
     """Marks `meta` (of a copy the caller then writes) for deletion at `now + grace`, with a
-    generation bump (upstream BeforeDelete's first graceful deletion)."""
+    generation bump (upstream BeforeDelete's first graceful deletion). Invalid when that time
+    cannot be written (upstream's Go arithmetic overflows there; kemu names the field)."""
+    if now + grace > LATEST_TIMESTAMP:
+        raise Invalid.field(
+            "gracePeriodSeconds",
+            f"Invalid value: {grace}: the deletion time it gives is past "
+            "9999-12-31T23:59:59Z, the latest a timestamp can hold",
+        )
     meta.deletion_timestamp.CopyFrom(timestamp(now + grace))
     meta.deletion_grace_period_seconds = grace
     if meta.generation > 0:

@@ -491,6 +491,31 @@ async def test_a_negative_grace_period_means_one_second_and_an_unknown_kind_is_r
         assert "widgets" in (err.value.details() or "")
 
 
+async def test_a_grace_period_past_the_latest_timestamp_is_invalid_and_changes_nothing(cluster):
+    """gracePeriodSeconds 2^63-1 on a bound pod: upstream's Go arithmetic overflows; kemu's
+    deletion time could not be written (past 9999-12-31T23:59:59Z), so INVALID_ARGUMENT names
+    the field instead of an INTERNAL error, and the pod stays as it was."""
+    async with _client(cluster) as c:
+        ns = await create_namespace(c, "huge-grace")
+        await c.create(make_pod("p").namespace(ns).obj())
+        await c.bind(ns, "p", "node-1")
+        before = await c.get(types_pb2.Pod, "p", ns)
+    async with grpc.aio.insecure_channel(cluster.server) as ch:
+        stub = api_pb2_grpc.ApiStub(ch)  # type: ignore[no-untyped-call]
+        request = api_pb2.DeleteRequest(
+            resource="pods", namespace=ns, name="p", grace_period_seconds=2**63 - 1
+        )
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await stub.Delete(request, timeout=5)
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "gracePeriodSeconds: Invalid value: 9223372036854775807" in (
+            err.value.details() or ""
+        )
+    async with _client(cluster) as c:
+        after = await c.get(types_pb2.Pod, "p", ns)
+        assert after.metadata.resource_version == before.metadata.resource_version
+
+
 # ---------------------------------------------------------------- version
 
 
