@@ -21,7 +21,6 @@ import logging
 import unicodedata
 from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
-from functools import cache
 from typing import Final
 
 from google.protobuf.message import Message
@@ -36,7 +35,7 @@ from kemu.machinery.kinds import Kind
 from kemu.machinery.managedfields import entries, fieldpath, schema
 from kemu.machinery.managedfields.entries import FieldManager, Managed, Manager
 from kemu.machinery.managedfields.fieldpath import FieldSet
-from kemu.machinery.managedfields.updater import Conflicts
+from kemu.machinery.managedfields.updater import Conflicts, VersionedSet
 
 logger = logging.getLogger(__name__)
 
@@ -82,11 +81,16 @@ def from_grpc_user_agent(user_agent: str) -> str:
 # ---------------------------------------------------------------- per kind
 
 
-@cache
+_BUILTIN: Final[dict[tuple[str, str], FieldManager]] = {}
+
+
 def _builtin_manager(kind: Kind, subresource: str) -> FieldManager:
-    return FieldManager(
-        schema.for_kind(kind), kind.api_version, _ignored(kind, subresource, schema.for_kind(kind))
-    )
+    key = (kind.resource, subresource)
+    fm = _BUILTIN.get(key)
+    if fm is None:
+        node = schema.for_kind(kind)
+        fm = _BUILTIN[key] = FieldManager(node, kind.api_version, _ignored(kind, subresource, node))
+    return fm
 
 
 def _ignored(kind: Kind, subresource: str, node: schema.Node) -> FieldSet:
@@ -147,13 +151,6 @@ def _json(obj: Message, only: list[str] | None = None) -> JSONObject:
     return {k: v for k, v in d.items() if k in only or k in ("apiVersion", "kind")}
 
 
-def _empty_object(kind: Kind, node: schema.Node) -> JSONObject:
-    """What upstream's create compares against: a new object of the kind, whose Go structs
-    that are no pointers (metadata, spec, status) are there, empty."""
-    fields = node.fields()
-    return {n: {} for n in ("metadata", "spec", "status") if n in fields}
-
-
 def _now(seconds: float) -> Timestamp:
     return convert.timestamp(float(int(seconds)))
 
@@ -163,18 +160,23 @@ class FieldTracker:
     graceful deletion, which upstream makes without a field manager either)."""
 
     def created(self, kind: Kind, obj: Message, now: float) -> None:
-        """A create: the manager owns every field it set (and the defaults it got)."""
+        """A create: the manager owns every field it set (and the defaults it got): the
+        comparison with a new object of the kind, whose metadata, spec and status are there
+        but empty (upstream's create compares with the kind's zero value), so every other
+        path is added."""
         fm = field_manager(kind, obj, "")
         meta = _meta(obj)
         base = _base(meta.managed_fields, None)
         meta.ClearField("managed_fields")
-        live = {
-            "apiVersion": kind.api_version,
-            "kind": kind.kind,
-            **_empty_object(kind, fm.updater.node),
-        }
+        fields = fm.created(entries.strip(_json(obj)), base)
         manager = Manager(current(), entries.UPDATE, kind.api_version)
-        managed = fm.update(live, _json(obj), base, manager, _now(now))
+        managed = Managed(dict(base.fields), dict(base.times))
+        ident = manager.identifier()
+        if not fields.empty():
+            prev = managed.fields.get(ident)
+            union = fields.union(prev.fields) if prev is not None else fields
+            managed.fields[ident] = VersionedSet(union, kind.api_version, False)
+            managed.times[ident] = _now(now)
         meta.managed_fields.extend(entries.encode(managed))
 
     def updated(self, kind: Kind, old: Message, new: Message, subresource: str, now: float) -> None:

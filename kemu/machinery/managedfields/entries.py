@@ -21,6 +21,7 @@ from kemu.machinery.jsonvalue import JSON, JSONObject
 from kemu.machinery.managedfields import fieldpath as fp
 from kemu.machinery.managedfields.fieldpath import FieldSet
 from kemu.machinery.managedfields.schema import Node
+from kemu.machinery.managedfields.typed import all_paths
 from kemu.machinery.managedfields.updater import Conflicts, ManagedFields, Updater, VersionedSet
 
 APPLY: Final = "Apply"
@@ -207,6 +208,18 @@ class FieldManager:
     def __init__(self, node: Node, api_version: str, ignored: FieldSet | None = None) -> None:
         self.api_version = api_version
         self.updater = Updater(node, ignored)
+
+    def created(self, obj: JSONObject, managed: Managed) -> FieldSet:
+        """The fields a create of `obj` (stripped) gives its manager: every path but the
+        top-level structs upstream's zero value has (metadata, spec, status), less the
+        fields the kind's strategy resets."""
+        node = self.updater.node
+        fields = all_paths(obj, node)
+        top = node.fields()
+        for name in ("metadata", "spec", "status"):
+            if name in top:
+                fields.members.discard("f:" + name)
+        return self.updater.filter(fields).difference(_STRIP)
 
     def update(
         self,

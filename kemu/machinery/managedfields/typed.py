@@ -120,6 +120,43 @@ def _collect(v: JSON, node: Node, s: FieldSet) -> bool:
     return False
 
 
+# ---------------------------------------------------------------- every path
+
+
+def all_paths(obj: JSON, node: Node) -> FieldSet:
+    """Every path of `obj` as a member (what compare reports as added against nothing):
+    each map key and list item, and the leaves; an atomic value is one member."""
+    out = FieldSet()
+    _all(obj, node, out)
+    return out
+
+
+def _all(v: JSON, node: Node, s: FieldSet) -> None:
+    kind = _kind(node, v)
+    if _atomic(node, kind):
+        return
+    if kind == MAP and isinstance(v, dict):
+        members = s.members
+        for k, val in v.items():
+            pe = "f:" + k
+            members.add(pe)
+            if isinstance(val, dict | list) and val:
+                c = FieldSet()
+                _all(val, node.child(k), c)
+                if c.members or c.children:
+                    s.children[pe] = c
+    elif kind == LIST and isinstance(v, list):
+        elem = node.item()
+        for item in v:
+            pe = item_element(node, item)
+            s.members.add(pe)
+            if isinstance(item, dict | list) and item:
+                c = FieldSet()
+                _all(item, elem, c)
+                if c.members or c.children:
+                    s.children[pe] = c
+
+
 # ---------------------------------------------------------------- Compare
 
 
@@ -146,6 +183,8 @@ def _empty(v: Value) -> bool:
 
 
 def _compare(lhs: Value, rhs: Value, node: Node, path: Path, c: Comparison) -> None:
+    if lhs == rhs:  # (equal values differ nowhere: the common case, compared at C speed)
+        return
     kind = _kind(node, rhs if not isinstance(rhs, _Absent) else lhs)
     leaf = _atomic(node, kind) or (kind in (MAP, LIST) and _empty(lhs) and _empty(rhs))
     if leaf:

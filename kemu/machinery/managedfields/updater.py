@@ -64,7 +64,7 @@ class Updater:
         self.node = node
         self.ignored = ignored if ignored is not None else FieldSet()
 
-    def _filter(self, s: FieldSet) -> FieldSet:
+    def filter(self, s: FieldSet) -> FieldSet:
         return s.recursive_difference(self.ignored) if not self.ignored.empty() else s
 
     def _update(
@@ -78,7 +78,7 @@ class Updater:
         cmp = compare(old, new, self.node)
         if not self.ignored.empty():
             cmp = Comparison(
-                self._filter(cmp.added), self._filter(cmp.modified), self._filter(cmp.removed)
+                self.filter(cmp.added), self.filter(cmp.modified), self.filter(cmp.removed)
             )
         changed = cmp.modified.union(cmp.added)
         conflicts: ManagedFields = {}
@@ -109,7 +109,7 @@ class Updater:
         lose them, and fields removed leave every set."""
         managers, cmp = self._update(live, new, dict(managers), manager, True)
         mine = managers.get(manager, VersionedSet(FieldSet(), api_version, False)).fields
-        fields = self._filter(mine.difference(cmp.removed).union(cmp.modified).union(cmp.added))
+        fields = self.filter(mine.difference(cmp.removed).union(cmp.modified).union(cmp.added))
         if fields.empty():
             managers.pop(manager, None)
         else:
@@ -132,7 +132,7 @@ class Updater:
         managers = dict(managers)
         merged = merge(live, config, self.node)
         last = managers.get(manager)
-        applied = self._filter(to_field_set(config, self.node))
+        applied = self.filter(to_field_set(config, self.node))
         managers[manager] = VersionedSet(applied, api_version, True)
         merged = self._prune(merged, managers, manager, last)
         managers, _ = self._update(live, merged, managers, manager, force)
