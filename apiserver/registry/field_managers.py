@@ -32,7 +32,7 @@ from kemu.machinery.apiextensions import custom
 from kemu.machinery.errors import Cause, Conflict
 from kemu.machinery.jsonvalue import JSONObject
 from kemu.machinery.kinds import Kind
-from kemu.machinery.managedfields import entries, fieldpath, schema
+from kemu.machinery.managedfields import entries, fieldpath, messages, schema, typed
 from kemu.machinery.managedfields.entries import FieldManager, Managed, Manager
 from kemu.machinery.managedfields.fieldpath import FieldSet
 from kemu.machinery.managedfields.updater import Conflicts, VersionedSet
@@ -163,14 +163,26 @@ class FieldTracker:
         """A create: the manager owns every field it set (and the defaults it got): the
         comparison with a new object of the kind, whose metadata, spec and status are there
         but empty (upstream's create compares with the kind's zero value), so every other
-        path is added."""
+        path is added. Read from the message itself (messages.all_paths: no JSON) for the
+        built-in kinds."""
         fm = field_manager(kind, obj, "")
         meta = _meta(obj)
-        base = _base(meta.managed_fields, None)
-        meta.ClearField("managed_fields")
-        fields = fm.created(entries.strip(_json(obj)), base)
+        sent = list(meta.managed_fields)
+        del meta.managed_fields[:]
+        node = fm.updater.node
+        if isinstance(obj, types_pb2.CustomObject):
+            every = typed.all_paths(entries.strip(convert.to_dict(obj)), node)
+        else:
+            every = messages.all_paths(obj, node)
+        fields = fm.created(every)
         manager = Manager(current(), entries.UPDATE, kind.api_version)
-        managed = Managed(dict(base.fields), dict(base.times))
+        if not sent:  # (the common case: one entry, nothing to merge with)
+            if not fields.empty():
+                meta.managed_fields.append(
+                    entries.entry(manager, fields, kind.api_version, _now(now))
+                )
+            return
+        managed = _base(sent, None)
         ident = manager.identifier()
         if not fields.empty():
             prev = managed.fields.get(ident)

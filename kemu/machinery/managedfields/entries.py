@@ -21,7 +21,6 @@ from kemu.machinery.jsonvalue import JSON, JSONObject
 from kemu.machinery.managedfields import fieldpath as fp
 from kemu.machinery.managedfields.fieldpath import FieldSet
 from kemu.machinery.managedfields.schema import Node
-from kemu.machinery.managedfields.typed import all_paths
 from kemu.machinery.managedfields.updater import Conflicts, ManagedFields, Updater, VersionedSet
 
 APPLY: Final = "Apply"
@@ -155,6 +154,22 @@ def decode(entries: Sequence[types_pb2.ManagedFieldsEntry]) -> Managed:
     return out
 
 
+def entry(
+    manager: Manager, fields: FieldSet, api_version: str, time: Timestamp
+) -> types_pb2.ManagedFieldsEntry:
+    """One entry (EncodeObjectManagedFields of one manager)."""
+    e = types_pb2.ManagedFieldsEntry(
+        manager=manager.manager,
+        operation=manager.operation,
+        api_version=api_version,
+        fields_type=FIELDS_V1,
+        subresource=manager.subresource,
+    )
+    e.fields_v1.raw = fp.fields_v1_text(fields)
+    e.time.CopyFrom(time)
+    return e
+
+
 def encode(managed: Managed) -> list[types_pb2.ManagedFieldsEntry]:
     """The entries in upstream's order: Apply before Update, then by time, manager, version,
     subresource (sortEncodedManagedFields)."""
@@ -168,7 +183,7 @@ def encode(managed: Managed) -> list[types_pb2.ManagedFieldsEntry]:
             fields_type=FIELDS_V1,
             subresource=m.subresource,
         )
-        e.fields_v1.raw = fp.json_text(vs.fields.to_fields_v1())
+        e.fields_v1.raw = fp.fields_v1_text(vs.fields)
         t = managed.times.get(ident)
         if t is not None:
             e.time.CopyFrom(t)
@@ -209,16 +224,13 @@ class FieldManager:
         self.api_version = api_version
         self.updater = Updater(node, ignored)
 
-    def created(self, obj: JSONObject, managed: Managed) -> FieldSet:
-        """The fields a create of `obj` (stripped) gives its manager: every path but the
-        top-level structs upstream's zero value has (metadata, spec, status), less the
-        fields the kind's strategy resets."""
-        node = self.updater.node
-        fields = all_paths(obj, node)
-        top = node.fields()
+    def created(self, fields: FieldSet) -> FieldSet:
+        """The fields a create gives its manager, from every path of the object (typed or
+        messages all_paths): all but the top-level structs upstream's zero value has
+        (metadata, spec, status), the metadata the server owns, and the fields the kind's
+        strategy resets."""
         for name in ("metadata", "spec", "status"):
-            if name in top:
-                fields.members.discard("f:" + name)
+            fields.members.discard("f:" + name)
         return self.updater.filter(fields).difference(_STRIP)
 
     def update(

@@ -62,8 +62,14 @@ def path_string(path: Path) -> str:
     return "".join(out)
 
 
+def fields_v1_text(s: FieldSet) -> str:
+    """The FieldsV1 JSON of a set, keys in upstream's order (not re-sorted)."""
+    return json.dumps(s.to_fields_v1(), separators=(",", ":"), ensure_ascii=False)
+
+
 class FieldSet:
-    """A set of paths: `members` end here, `children` go on (fieldpath.Set)."""
+    """A set of paths: `members` end here, `children` go on (fieldpath.Set). A set is built
+    (insert, child) and then only read: the operations share the subtrees they keep."""
 
     __slots__ = ("children", "members")
 
@@ -122,7 +128,7 @@ class FieldSet:
             else:
                 one = a if a is not None else b
                 assert one is not None
-                s.children[pe] = one.copy()
+                s.children[pe] = one
         return s
 
     def intersection(self, other: FieldSet) -> FieldSet:
@@ -140,7 +146,7 @@ class FieldSet:
         s.members = self.members - other.members
         for pe, c in self.children.items():
             o = other.children.get(pe)
-            d = c.difference(o) if o is not None else c.copy()
+            d = c.difference(o) if o is not None else c
             if not d.empty():
                 s.children[pe] = d
         return s
@@ -153,7 +159,7 @@ class FieldSet:
             if pe in other.members:
                 continue
             o = other.children.get(pe)
-            d = c.recursive_difference(o) if o is not None else c.copy()
+            d = c.recursive_difference(o) if o is not None else c
             if not d.empty():
                 s.children[pe] = d
         return s

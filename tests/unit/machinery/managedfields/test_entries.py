@@ -5,13 +5,16 @@ conflict.go, managedfields.go; handlers/fieldmanager)."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
 from kemu.machinery import convert
 from kemu.machinery.jsonvalue import JSONObject
-from kemu.machinery.managedfields import entries, schema, typed
+from kemu.machinery.kinds import BY_KIND
+from kemu.machinery.managedfields import entries, messages, schema, typed
 from kemu.machinery.managedfields.entries import FieldManager, Managed, Manager
+from kemu.machinery.managedfields.fieldpath import FieldSet
 from kemu.machinery.managedfields.updater import Conflict, Conflicts
 
 DEPLOYMENT: JSONObject = {
@@ -137,3 +140,21 @@ def test_entries_round_trip_in_upstreams_order() -> None:
     assert json.loads(encoded[1].fields_v1.raw) == {"f:data": {"f:b": {}}}
     assert entries.decode(encoded).fields.keys() == managed.fields.keys()
     assert Manager("m", entries.APPLY, "v1").identifier() == '{"manager":"m","operation":"Apply"}'
+
+
+def test_a_creates_set_read_from_the_message_equals_the_one_read_from_its_json() -> None:
+    """messages.all_paths (the registry's create path, no JSON) gives what typed.all_paths
+    gives of the object's JSON: list-map keys with their defaults, atomic lists and structs,
+    maps of quantities."""
+    kind = BY_KIND["Deployment"]
+    dep: Any = json.loads(json.dumps(DEPLOYMENT))
+    dep["spec"]["strategy"] = {"rollingUpdate": {"maxSurge": "25%"}}
+    pod_spec = dep["spec"]["template"]["spec"]
+    pod_spec["tolerations"] = [{"key": "k", "operator": "Exists"}]
+    pod_spec["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
+    pod_spec["containers"][0]["ports"].append({"containerPort": 81, "protocol": "UDP"})
+    obj = convert.from_dict(kind, dep)
+    node = schema.for_kind(kind)
+    from_message = messages.all_paths(obj, node)
+    from_json = typed.all_paths(convert.to_dict(obj), node)
+    assert from_message == from_json.difference(FieldSet.of(("f:apiVersion",), ("f:kind",)))
