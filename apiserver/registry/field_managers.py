@@ -195,12 +195,14 @@ class FieldTracker:
         """An update or patch (of the object or a subresource) from `old` to `new`."""
         meta = _meta(new)
         sent = None if subresource else list(meta.managed_fields)
-        base = _base(_meta(old).managed_fields, sent)
         changed = _changed_top_fields(old, new)
-        meta.ClearField("managed_fields")
-        if not changed:
-            meta.managed_fields.extend(entries.encode(base))
+        if not changed:  # the entries as they were, byte for byte (a no-op stays one)
+            if not sent:
+                del meta.managed_fields[:]
+                meta.managed_fields.extend(_meta(old).managed_fields)
             return
+        base = _base(_meta(old).managed_fields, sent)
+        meta.ClearField("managed_fields")
         fm = field_manager(kind, new, subresource)
         manager = Manager(current(), entries.UPDATE, kind.api_version, subresource)
         managed = fm.update(_json(old, changed), _json(new, changed), base, manager, _now(now))

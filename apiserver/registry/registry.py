@@ -383,7 +383,7 @@ class Registry:
         self.served.check(kind)
         namespace = (namespace or "default") if kind.namespaced else ""
         version = api_version or kind.api_version
-        apply_rules.check_config(kind, config, version, name)
+        apply_rules.check_config(kind, config, version, name, namespace)
         rest = self._update_rest(kind, subresources.check(kind, subresource, subresources.PATCH))
         try:
             await self.read(kind, namespace, name)

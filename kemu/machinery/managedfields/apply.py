@@ -82,7 +82,9 @@ def check_options(field_manager: str | None, force: str | None, apply: bool) -> 
         raise Invalid.from_causes('PatchOptions.meta.k8s.io ""', causes)
 
 
-def check_config(kind: Kind, config: JSONObject, api_version: str, name: str) -> None:
+def check_config(
+    kind: Kind, config: JSONObject, api_version: str, name: str, namespace: str
+) -> None:
     """The applied object must name its kind and version (the request's) and no
     managedFields (structuredmerge.go Apply; patch.go)."""
     given = config.get("apiVersion")
@@ -102,6 +104,12 @@ def check_config(kind: Kind, config: JSONObject, api_version: str, name: str) ->
     if isinstance(meta, dict):
         if meta.get("managedFields") is not None:
             raise BadRequest("metadata.managedFields must be nil")
+        given_ns = meta.get("namespace")
+        if kind.namespaced and given_ns and given_ns != namespace:
+            raise BadRequest(
+                "the namespace of the provided object does not match the namespace sent on "
+                "the request"
+            )
         given_name = meta.get("name")
         if given_name is not None and given_name != name:
             raise BadRequest(
