@@ -43,6 +43,7 @@ APISERVER: Final = "kube-apiserver"
 FIELD_MANAGER_MAX_LENGTH: Final = 128
 
 _MANAGER: ContextVar[str] = ContextVar("kemu_field_manager", default=APISERVER)
+_SUBRESOURCE: ContextVar[str | None] = ContextVar("kemu_field_subresource", default=None)
 
 
 @contextlib.contextmanager
@@ -53,6 +54,17 @@ def serving(manager: str) -> Iterator[None]:
         yield
     finally:
         _MANAGER.reset(reset)
+
+
+@contextlib.contextmanager
+def writing_through(subresource: str) -> Iterator[None]:
+    """The writes made inside are a subresource's that the registry serves as a write of the
+    object (the REST edge's scale: a patch of spec.replicas): their entries name it."""
+    reset = _SUBRESOURCE.set(subresource)
+    try:
+        yield
+    finally:
+        _SUBRESOURCE.reset(reset)
 
 
 def current() -> str:
@@ -131,24 +143,30 @@ def _meta_without_managed(meta: types_pb2.ObjectMeta) -> types_pb2.ObjectMeta:
 
 def _changed_top_fields(old: Message, new: Message) -> list[str]:
     """The top-level fields that differ between two objects of a kind, compared as messages
-    (metadata without managedFields and resourceVersion)."""
+    (metadata without managedFields and resourceVersion); their protobuf names."""
     out = []
     for fd in new.DESCRIPTOR.fields:
         a, b = getattr(old, fd.name), getattr(new, fd.name)
         if fd.name == "metadata":
             assert isinstance(a, types_pb2.ObjectMeta) and isinstance(b, types_pb2.ObjectMeta)
             if _meta_without_managed(a) != _meta_without_managed(b):
-                out.append(fd.json_name)
+                out.append(fd.name)
         elif a != b:
-            out.append(fd.json_name)
+            out.append(fd.name)
     return out
 
 
-def _json(obj: Message, only: list[str] | None = None) -> JSONObject:
-    d = convert.to_dict(obj)
-    if only is None:
-        return d
-    return {k: v for k, v in d.items() if k in only or k in ("apiVersion", "kind")}
+def _json(obj: Message, only: list[str]) -> JSONObject:
+    """The JSON of `obj`'s fields `only` (a custom resource's whole: its content is one
+    field)."""
+    if isinstance(obj, types_pb2.CustomObject):
+        return convert.to_dict(obj)
+    partial = type(obj)()
+    partial.CopyFrom(obj)
+    for fd in obj.DESCRIPTOR.fields:
+        if fd.name not in only:
+            partial.ClearField(fd.name)
+    return convert.to_dict(partial)
 
 
 def _now(seconds: float) -> Timestamp:
@@ -204,7 +222,9 @@ class FieldTracker:
         base = _base(_meta(old).managed_fields, sent)
         meta.ClearField("managed_fields")
         fm = field_manager(kind, new, subresource)
-        manager = Manager(current(), entries.UPDATE, kind.api_version, subresource)
+        through = _SUBRESOURCE.get()
+        named = through if through is not None else subresource
+        manager = Manager(current(), entries.UPDATE, kind.api_version, named)
         managed = fm.update(_json(old, changed), _json(new, changed), base, manager, _now(now))
         meta.managed_fields.extend(entries.encode(managed))
 

@@ -488,9 +488,10 @@ class RestApi:
             if isinstance(obj, types_pb2.CustomObject)
             else ".spec.replicas"
         )
-        written = await self._registry_for(request).patch(
-            t.kind.resource, self._namespace(t), t.name, scale.object_patch(desired, path), ""
-        )
+        with field_managers.writing_through(subresources.SCALE.name):
+            written = await self._registry_for(request).patch(
+                t.kind.resource, self._namespace(t), t.name, scale.object_patch(desired, path), ""
+            )
         return json_response(scale.scale_of(written))
 
     async def _pod_action(self, request: web.BaseRequest, t: Target) -> web.Response:

@@ -122,7 +122,8 @@ def test_s_api_ssa_1_apply_conflict_force_and_removal(kubectl: Kubectl) -> None:
     """S-API-SSA-1..4: `kubectl apply --server-side` creates and records an Apply entry
     (kubectl's manager "kubectl"); another manager changing .spec.replicas gets upstream's
     conflict, `--force-conflicts` takes it; a field the first manager no longer applies is
-    removed, one another manager owns is kept; managedFields are hidden by default."""
+    removed, one another manager owns is kept; managedFields are hidden by default;
+    `kubectl scale` is an Update entry with subresource scale."""
     ns = kubectl.namespace("ssa")
     out = kubectl.run("apply", "--server-side", "-n", ns, "-f", "-", stdin=DEPLOYMENT)
     assert "deployment.apps/web serverside-applied" in out.stdout
@@ -162,6 +163,14 @@ def test_s_api_ssa_1_apply_conflict_force_and_removal(kubectl: Kubectl) -> None:
     dep = kubectl.json("get", "deploy", "web", "-n", ns)
     assert "ports" not in dep["spec"]["template"]["spec"]["containers"][0]
     assert "labels" not in dep["metadata"]
+    # `kubectl scale` writes through deployments/scale: an Update entry naming it takes
+    # .spec.replicas from the applier
+    kubectl.run("scale", "deploy", "web", "-n", ns, "--replicas=4")
+    managers = _managers(kubectl.json("get", "deploy", "web", "-n", ns, "--show-managed-fields"))
+    (scaler,) = [m for m in managers if m[2] == "scale"]
+    assert scaler[0].startswith("kubectl") and scaler[1] == "Update"
+    assert managers[scaler] == {"f:spec": {"f:replicas": {}}}
+    assert "f:replicas" not in managers[("other", "Apply", "")]["f:spec"]
 
 
 def test_s_api_ssa_5_update_managers_from_user_agents(kubectl: Kubectl) -> None:
