@@ -59,10 +59,33 @@ def _fields(desc: Descriptor) -> Mapping[str, _F]:
     return out
 
 
-def all_paths(msg: Message, node: Node, skip: frozenset[str] = frozenset()) -> FieldSet:
-    """typed.all_paths of the message's JSON; `skip`: top-level JSON names left out."""
+_SHAPES: Final[dict[tuple[str, bytes], FieldSet]] = {}
+"""The sets of specs already walked, by the spec's bytes: the pods of one template (a
+controller's, a benchmark's) have the same spec, whose set is then a lookup. Field sets are
+not changed once built, so one can be part of many."""
+_SHAPES_MAX: Final = 512
+
+
+def all_paths(msg: Message, node: Node) -> FieldSet:
+    """typed.all_paths of the message's JSON (a top-level `spec` looked up by its bytes when
+    an object with the same spec was walked before)."""
     out = FieldSet()
-    _walk(msg, node, out, skip)
+    spec = getattr(msg, "spec", None) if "spec" in msg.DESCRIPTOR.fields_by_name else None
+    if not isinstance(spec, Message) or not msg.HasField("spec"):
+        _walk(msg, node, out)
+        return out
+    _walk(msg, node, out, frozenset({"spec"}))
+    key = (msg.DESCRIPTOR.full_name, spec.SerializeToString(deterministic=True))
+    shape = _SHAPES.get(key)
+    if shape is None:
+        shape = FieldSet()
+        _walk(spec, node.child("spec"), shape)
+        if len(_SHAPES) >= _SHAPES_MAX:
+            _SHAPES.clear()
+        _SHAPES[key] = shape
+    out.members.add("f:spec")
+    if shape.members or shape.children:
+        out.children["f:spec"] = shape
     return out
 
 
