@@ -71,11 +71,12 @@ class FieldSet:
     """A set of paths: `members` end here, `children` go on (fieldpath.Set). A set is built
     (insert, child) and then only read: the operations share the subtrees they keep."""
 
-    __slots__ = ("children", "members")
+    __slots__ = ("_v1", "children", "members")
 
     def __init__(self) -> None:
         self.members: set[str] = set()
         self.children: dict[str, FieldSet] = {}
+        self._v1: JSONObject | None = None  # to_fields_v1's, once asked (a set built is read)
 
     @classmethod
     def of(cls, *paths: Path) -> FieldSet:
@@ -196,7 +197,10 @@ class FieldSet:
     # ------------------------------------------------------------ FieldsV1
 
     def to_fields_v1(self) -> JSONObject:
-        """The FieldsV1 trie: a member with children carries "." (serialize.go)."""
+        """The FieldsV1 trie: a member with children carries "." (serialize.go). Kept once
+        computed: a subtree shared by many sets (a template's spec) is written once."""
+        if self._v1 is not None:
+            return self._v1
         out: JSONObject = {}
         for pe in sorted(self.members | set(self.children), key=_order):
             c = self.children.get(pe)
@@ -206,6 +210,7 @@ class FieldSet:
                 continue
             inner = c.to_fields_v1()
             out[pe] = {".": {}, **inner} if pe in self.members else inner
+        self._v1 = out
         return out
 
     @classmethod
