@@ -63,20 +63,22 @@ def path_string(path: Path) -> str:
 
 
 def fields_v1_text(s: FieldSet) -> str:
-    """The FieldsV1 JSON of a set, keys in upstream's order (not re-sorted)."""
-    return json.dumps(s.to_fields_v1(), separators=(",", ":"), ensure_ascii=False)
+    """The FieldsV1 JSON of a set (compact, keys in upstream's order): to_fields_v1's JSON,
+    written from each subtree's text, kept once computed (a shared subtree is written once)."""
+    return s.fields_v1_text()
 
 
 class FieldSet:
     """A set of paths: `members` end here, `children` go on (fieldpath.Set). A set is built
     (insert, child) and then only read: the operations share the subtrees they keep."""
 
-    __slots__ = ("_v1", "children", "members")
+    __slots__ = ("_text", "_v1", "children", "members")
 
     def __init__(self) -> None:
         self.members: set[str] = set()
         self.children: dict[str, FieldSet] = {}
         self._v1: JSONObject | None = None  # to_fields_v1's, once asked (a set built is read)
+        self._text: str | None = None  # fields_v1_text's, likewise
 
     @classmethod
     def of(cls, *paths: Path) -> FieldSet:
@@ -212,6 +214,23 @@ class FieldSet:
             out[pe] = {".": {}, **inner} if pe in self.members else inner
         self._v1 = out
         return out
+
+    def fields_v1_text(self) -> str:
+        if self._text is not None:
+            return self._text
+        parts: list[str] = []
+        for pe in sorted(self.members | set(self.children), key=_order):
+            c = self.children.get(pe)
+            inner = c.fields_v1_text() if c is not None else "{}"
+            if inner == "{}":
+                if pe in self.members:
+                    parts.append(json.dumps(pe, ensure_ascii=False) + ":{}")
+                continue
+            if pe in self.members:
+                inner = '{".":{},' + inner[1:]
+            parts.append(json.dumps(pe, ensure_ascii=False) + ":" + inner)
+        self._text = "{" + ",".join(parts) + "}"
+        return self._text
 
     @classmethod
     def from_fields_v1(cls, trie: JSON) -> FieldSet:

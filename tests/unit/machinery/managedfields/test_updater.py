@@ -5,6 +5,7 @@ applies and updates on one object, then the object and every manager's set compa
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -362,3 +363,15 @@ def test_conflict_paths_are_printed_as_upstream() -> None:
     path = P("spec", "containers", _k("nginx"), "image")
     assert fp.path_string(path) == '.spec.containers[name="nginx"].image'
     assert fp.path_string(P("finalizers", _v("a"))) == '.finalizers[="a"]'
+
+
+def test_fields_v1_text_is_the_tries_json() -> None:
+    """The text written from each subtree is the compact JSON of to_fields_v1."""
+    s = FieldSet.of(
+        P("spec", "replicas"),
+        P("spec", "containers", _k("a")),
+        P("spec", "containers", _k("a"), "image"),
+        P("metadata", "labels", "x"),
+        P("finalizers", _v("f")),
+    )
+    assert fp.fields_v1_text(s) == json.dumps(s.to_fields_v1(), separators=(",", ":"))
