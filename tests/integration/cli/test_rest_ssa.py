@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from kubernetes import config, dynamic
-from kubernetes.dynamic.exceptions import ConflictError
+from kubernetes.dynamic.exceptions import BadRequestError, ConflictError, UnprocessibleEntityError
 
 from kemu.testing.cluster import Cluster
 from tests.integration.cli.kubectl_env import KUBECTL, Kubectl
@@ -301,26 +301,24 @@ spec:
     assert {e["manager"] for e in got["metadata"]["managedFields"]} == {"kubectl", "sidecar"}
 
 
-def test_s_api_ssa_9_apply_refusals(kubectl: Kubectl, cluster: Cluster) -> None:
+def test_s_api_ssa_9_apply_refusals(kubectl: Kubectl, dyn: dynamic.DynamicClient) -> None:
     """S-API-SSA-9: an apply without fieldManager is 422 (PatchOptions), one carrying
     metadata.managedFields is 400, a dry run changes nothing."""
     ns = kubectl.namespace("ssa")
-    path = f"/api/v1/namespaces/{ns}/configmaps/x"
-    body = json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}})
-    raw = kubectl.run(
-        "patch", "configmap", "x", "-n", ns, "--type", "apply", "-p", body, check=False
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}
+    api = dyn.resources.get(api_version="v1", kind="ConfigMap")
+    with pytest.raises(UnprocessibleEntityError) as e:
+        api.server_side_apply(body=body, name="x", namespace=ns)
+    assert json.loads(str(e.value.body))["message"] == (
+        'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required '
+        "for apply patch"
     )
-    assert "fieldManager: Required value: is required for apply patch" in raw.stderr or (
-        raw.returncode != 0
+    with_managed = {**body, "metadata": {"name": "x", "managedFields": [{"manager": "m"}]}}
+    with pytest.raises(BadRequestError) as bad:
+        api.server_side_apply(body=with_managed, name="x", namespace=ns, field_manager="m")
+    assert json.loads(str(bad.value.body))["message"] == "metadata.managedFields must be nil"
+    dry = kubectl.run(
+        "apply", "--server-side", "--dry-run=server", "-n", ns, "-f", "-", stdin=json.dumps(body)
     )
-    with_managed = json.dumps(
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "managedFields": [{}]}}
-    )
-    out = kubectl.run(
-        "apply", "--server-side", "-n", ns, "-f", "-", stdin=with_managed, check=False
-    )
-    assert out.returncode != 0
-    dry = kubectl.run("apply", "--server-side", "--dry-run=server", "-n", ns, "-f", "-", stdin=body)
     assert "serverside-applied (server dry run)" in dry.stdout
     assert kubectl.run("get", "configmap", "x", "-n", ns, check=False).returncode != 0
-    del path
