@@ -22,7 +22,7 @@ from kemu.machinery import convert
 from kemu.machinery.jsonvalue import JSON
 from kemu.machinery.managedfields.fieldpath import FieldSet
 from kemu.machinery.managedfields.schema import ASSOCIATIVE_MAP, LIST, MAP, Node
-from kemu.machinery.managedfields.typed import _all, _atomic, _kind, item_element
+from kemu.machinery.managedfields.typed import add_all, is_atomic, item_element, value_kind
 
 _LEAF_MESSAGES: Final = frozenset({"google.protobuf.Timestamp", "kemu.api.v1.IntOrString"})
 _RAW: Final = "kemu.api.v1.RawExtension"
@@ -108,7 +108,7 @@ def _walk(msg: Message, node: Node, s: FieldSet, skip: frozenset[str] = frozense
             v: JSON = json.loads(raw) if raw else None
             if isinstance(v, dict | list) and v:
                 c = FieldSet()
-                _all(v, child, c)
+                add_all(v, child, c)
                 if c.members or c.children:
                     s.children[pe] = c
             continue
@@ -120,7 +120,7 @@ def _walk(msg: Message, node: Node, s: FieldSet, skip: frozenset[str] = frozense
                     s.children[pe] = c
             continue
         if k.startswith("map_"):
-            if _atomic(child, _kind(child, {})):
+            if is_atomic(child, value_kind(child, {})):
                 continue
             c = FieldSet()
             for key, item in value.items():
@@ -134,7 +134,7 @@ def _walk(msg: Message, node: Node, s: FieldSet, skip: frozenset[str] = frozense
             s.children[pe] = c
             continue
         # a list
-        if child.kind != LIST or _atomic(child, LIST):
+        if child.kind != LIST or is_atomic(child, LIST):
             continue
         c = FieldSet()
         elem = child.item()

@@ -35,7 +35,7 @@ class InvalidValue(ValueError):
     """An object its type refuses (a list-map item without its keys, a set of objects)."""
 
 
-def _kind(node: Node, v: Value) -> str:
+def value_kind(node: Node, v: Value) -> str:
     """The node's kind, a deduced one from the value."""
     if node.kind != "deduced":
         return node.kind
@@ -46,7 +46,8 @@ def _kind(node: Node, v: Value) -> str:
     return SCALAR
 
 
-def _atomic(node: Node, kind: str) -> bool:
+def is_atomic(node: Node, kind: str) -> bool:
+    """A value of `kind` there is one leaf: a scalar, an atomic map or list (a deduced list)."""
     if kind == MAP:
         return node.atomic
     if kind == LIST:
@@ -91,8 +92,8 @@ def to_field_set(obj: JSON, node: Node) -> FieldSet:
 
 def _collect(v: JSON, node: Node, s: FieldSet) -> bool:
     """Adds v's fields under `s`; True when v itself is a leaf (its parent makes it a member)."""
-    kind = _kind(node, v)
-    if _atomic(node, kind):
+    kind = value_kind(node, v)
+    if is_atomic(node, kind):
         return True
     if kind == LIST:
         if not isinstance(v, list):
@@ -127,13 +128,14 @@ def all_paths(obj: JSON, node: Node) -> FieldSet:
     """Every path of `obj` as a member (what compare reports as added against nothing):
     each map key and list item, and the leaves; an atomic value is one member."""
     out = FieldSet()
-    _all(obj, node, out)
+    add_all(obj, node, out)
     return out
 
 
-def _all(v: JSON, node: Node, s: FieldSet) -> None:
-    kind = _kind(node, v)
-    if _atomic(node, kind):
+def add_all(v: JSON, node: Node, s: FieldSet) -> None:
+    """Adds every path of `v` under `s` (all_paths' walk)."""
+    kind = value_kind(node, v)
+    if is_atomic(node, kind):
         return
     if kind == MAP and isinstance(v, dict):
         members = s.members
@@ -142,7 +144,7 @@ def _all(v: JSON, node: Node, s: FieldSet) -> None:
             members.add(pe)
             if isinstance(val, dict | list) and val:
                 c = FieldSet()
-                _all(val, node.child(k), c)
+                add_all(val, node.child(k), c)
                 if c.members or c.children:
                     s.children[pe] = c
     elif kind == LIST and isinstance(v, list):
@@ -152,7 +154,7 @@ def _all(v: JSON, node: Node, s: FieldSet) -> None:
             s.members.add(pe)
             if isinstance(item, dict | list) and item:
                 c = FieldSet()
-                _all(item, elem, c)
+                add_all(item, elem, c)
                 if c.members or c.children:
                     s.children[pe] = c
 
@@ -185,8 +187,8 @@ def _empty(v: Value) -> bool:
 def _compare(lhs: Value, rhs: Value, node: Node, path: Path, c: Comparison) -> None:
     if lhs == rhs:  # (equal values differ nowhere: the common case, compared at C speed)
         return
-    kind = _kind(node, rhs if not isinstance(rhs, _Absent) else lhs)
-    leaf = _atomic(node, kind) or (kind in (MAP, LIST) and _empty(lhs) and _empty(rhs))
+    kind = value_kind(node, rhs if not isinstance(rhs, _Absent) else lhs)
+    leaf = is_atomic(node, kind) or (kind in (MAP, LIST) and _empty(lhs) and _empty(rhs))
     if leaf:
         if path:
             if isinstance(lhs, _Absent):
@@ -251,8 +253,8 @@ def merge(lhs: Value, rhs: Value, node: Node) -> JSON:
         return lhs
     if isinstance(lhs, _Absent) or rhs is None:
         return rhs
-    kind = _kind(node, rhs)
-    if _atomic(node, kind):
+    kind = value_kind(node, rhs)
+    if is_atomic(node, kind):
         return rhs
     if kind == MAP:
         if not isinstance(lhs, dict) or not isinstance(rhs, dict):
@@ -317,8 +319,8 @@ def _merge_items(lhs: list[JSON], rhs: list[JSON], node: Node) -> list[JSON]:
 def remove_items(v: JSON, remove: FieldSet, node: Node) -> JSON:
     """`v` without the fields and items whose paths are members of `remove` (remove.go); a
     map or list left empty by it becomes null."""
-    kind = _kind(node, v)
-    if _atomic(node, kind):
+    kind = value_kind(node, v)
+    if is_atomic(node, kind):
         return v
     if kind == MAP and isinstance(v, dict) and v:
         out: JSONObject = {}
