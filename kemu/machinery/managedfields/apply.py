@@ -4,10 +4,12 @@ JSON; the field manager, required and checked; `force`."""
 
 from __future__ import annotations
 
+import json
 from typing import Final
 
 import yaml
 
+from kemu.machinery import jsonutil
 from kemu.machinery.errors import BadRequest, Cause, Invalid
 from kemu.machinery.jsonvalue import JSON, JSONObject
 from kemu.machinery.kinds import Kind
@@ -17,7 +19,14 @@ FIELD_MANAGER_MAX_LENGTH: Final = 128
 
 
 class _Loader(yaml.SafeLoader):
-    """YAML read as sigs.k8s.io/yaml reads it into JSON: timestamps stay strings."""
+    """YAML read as sigs.k8s.io/yaml reads it into JSON: timestamps stay strings. Aliases
+    are refused (an applied configuration has no use for them, and a few nested ones expand
+    into gigabytes)."""
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        if self.check_event(yaml.AliasEvent):
+            raise yaml.YAMLError("aliases are not accepted in an applied configuration")
+        return super().compose_node(parent, index)
 
 
 _Loader.yaml_implicit_resolvers = {
@@ -47,9 +56,16 @@ def parse_config(raw: bytes) -> JSONObject:
         doc = yaml.load(raw.decode("utf-8"), Loader=_Loader)
     except (yaml.YAMLError, UnicodeDecodeError) as e:
         raise BadRequest(f"error decoding YAML: {e}") from None
+    except RecursionError:
+        raise BadRequest("error decoding YAML: the document nests too deeply") from None
     if not isinstance(doc, dict):
         raise BadRequest("error decoding YAML: the applied configuration must be an object")
-    out = _jsonable(doc, "")
+    try:
+        text = json.dumps(_jsonable(doc, ""))
+    except (RecursionError, ValueError):
+        raise BadRequest("error decoding YAML: the document nests too deeply") from None
+    # the checks of every JSON body (depth, NaN, numbers out of range): jsonutil's
+    out = jsonutil.loads(text, "the applied configuration")
     assert isinstance(out, dict)
     return out
 

@@ -46,3 +46,16 @@ def test_yaml_and_json_bodies_read_as_json() -> None:
     assert apply.parse_config(b'{"a": {"b": null}}') == {"a": {"b": None}}
     with pytest.raises(BadRequest, match="error decoding YAML"):
         apply.parse_config(b"- a\n- b\n")
+
+
+def test_aliases_and_deep_nesting_are_refused() -> None:
+    """Malformed input is a 400, never a 500 or a blow-up (docs/apiserver.md, issue #28)."""
+    bomb = b"a: &a [x, x]\nb: &b [*a, *a]\nc: [*b, *b]\n"
+    with pytest.raises(BadRequest, match="aliases are not accepted"):
+        apply.parse_config(bomb)
+    with pytest.raises(BadRequest, match="error decoding YAML"):
+        apply.parse_config(b"a: " + b"[" * 5000 + b"]" * 5000)
+    with pytest.raises(BadRequest, match="nested too deeply"):
+        apply.parse_config(b"a: " + b"[" * 150 + b"]" * 150)
+    with pytest.raises(BadRequest, match="not valid JSON"):
+        apply.parse_config(b"a: .nan\n")
