@@ -173,6 +173,9 @@ def _now(seconds: float) -> Timestamp:
     return convert.timestamp(float(int(seconds)))
 
 
+_EMPTY_ENTRY: Final = types_pb2.ManagedFieldsEntry()
+
+
 class FieldTracker:
     """Keeps managedFields on the writes the registry makes (not on binding, eviction or
     graceful deletion, which upstream makes without a field manager either)."""
@@ -214,13 +217,18 @@ class FieldTracker:
         meta = _meta(new)
         sent = None if subresource else list(meta.managed_fields)
         changed = _changed_top_fields(old, new)
-        if not changed:  # the entries as they were, byte for byte (a no-op stays one)
+        reset = sent is not None and sent == [_EMPTY_ENTRY]
+        if not changed and not reset:  # the entries as they were, byte for byte
             if not sent:
                 del meta.managed_fields[:]
                 meta.managed_fields.extend(_meta(old).managed_fields)
             return
-        base = _base(_meta(old).managed_fields, sent)
+        # one empty entry resets them (isResetManagedFields; kemu's protobuf list cannot
+        # tell an empty list from none, so `[]` keeps them)
+        base = Managed({}, {}) if reset else _base(_meta(old).managed_fields, sent)
         meta.ClearField("managed_fields")
+        if not changed:
+            return
         fm = field_manager(kind, new, subresource)
         through = _SUBRESOURCE.get()
         named = through if through is not None else subresource

@@ -87,3 +87,27 @@ def test_tracking_a_create_an_update_and_a_status_write() -> None:
     with serving("someone"):
         tracker.updated(POD, running, same, "", 300.0)
     assert list(same.metadata.managed_fields) == list(running.metadata.managed_fields)
+
+
+def test_one_empty_entry_resets_the_entries() -> None:
+    """isResetManagedFields: an update whose managedFields is one empty entry clears them;
+    with a change, the updater's entry is the only one."""
+    tracker = FieldTracker()
+    pod = _pod()
+    with serving("kubectl-create"):
+        tracker.created(POD, pod, 100.0)
+    reset = types_pb2.Pod()
+    reset.CopyFrom(pod)
+    del reset.metadata.managed_fields[:]
+    reset.metadata.managed_fields.add()
+    with serving("kubectl-replace"):
+        tracker.updated(POD, pod, reset, "", 200.0)
+    assert list(reset.metadata.managed_fields) == []
+    labelled = types_pb2.Pod()
+    labelled.CopyFrom(pod)
+    del labelled.metadata.managed_fields[:]
+    labelled.metadata.managed_fields.add()
+    labelled.metadata.labels["a"] = "b"
+    with serving("kubectl-label"):
+        tracker.updated(POD, pod, labelled, "", 200.0)
+    assert set(_entries(labelled)) == {("kubectl-label", "Update", "")}
