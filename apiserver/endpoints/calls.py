@@ -21,7 +21,7 @@ from google.protobuf.message import Message
 from apiserver.clock.activity import Activity
 from apiserver.endpoints.inflight import MaxInflight, limit_unary
 from apiserver.endpoints.metrics import Metrics
-from apiserver.registry import fencing
+from apiserver.registry import fencing, field_managers
 from kemu import wire
 from kemu.machinery.errors import ApiError, InternalError
 from kemu.machinery.fencing import ENFORCE_KEY, TOKEN_KEY, FencingToken
@@ -55,6 +55,14 @@ def fencing_token(metadata: Iterable[tuple[str, str | bytes]]) -> FencingToken |
     return FencingToken.from_request(token, enforce)
 
 
+def _user_agent(metadata: Iterable[tuple[str, str | bytes]]) -> str:
+    """The caller's user agent: kemu.client sends its component's upstream name first."""
+    for key, value in metadata:
+        if key == "user-agent":
+            return value if isinstance(value, str) else value.decode(errors="replace")
+    return ""
+
+
 async def abort(context: grpc.aio.ServicerContext[bytes, _R], err: ApiError) -> None:
     """Ends the call with `err` as its status (its reason in the trailing metadata)."""
     code, details, md = wire.status_of(err)
@@ -83,7 +91,8 @@ class Calls:
             # (the metadata read once: gRPC builds it anew on each read)
             metadata = context.invocation_metadata() or ()
             counted = self.activity.request(*clock_caller(metadata), in_flight=resource != "clock")
-            with fencing.serving(fencing_token(metadata)), counted:
+            manager = field_managers.from_grpc_user_agent(_user_agent(metadata))
+            with fencing.serving(fencing_token(metadata)), field_managers.serving(manager), counted:
                 return await call()
         except ApiError as e:
             code = wire.status_of(e)[0]

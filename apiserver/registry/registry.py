@@ -16,7 +16,7 @@ import logging
 import secrets
 import string
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -31,6 +31,7 @@ from apiserver.admission.namespace_lifecycle import NamespaceLifecycle, check_de
 from apiserver.admission.pod_topology_labels import TOPOLOGY_LABELS
 from apiserver.admission.resource_quota import ResourceQuotaAdmission
 from apiserver.registry.eviction import EvictionREST
+from apiserver.registry.field_managers import FieldTracker, apply_conflict
 from apiserver.registry.patch import merge_patched, parse_patch
 from apiserver.registry.store import GenericStore, Mutation, Stored, copy_of, meta_of
 from apiserver.registry.subresources import (
@@ -60,8 +61,11 @@ from kemu.machinery import patch as patches
 from kemu.machinery.delete_options import check_preconditions
 from kemu.machinery.deletion import DeleteOptions
 from kemu.machinery.errors import BadRequest, Invalid, NotFound, Subject
-from kemu.machinery.jsonvalue import JSON
+from kemu.machinery.jsonvalue import JSON, JSONObject
 from kemu.machinery.kinds import BY_KIND, Kind, Served, kind_for_resource, kind_of
+from kemu.machinery.managedfields import apply as apply_rules
+from kemu.machinery.managedfields.typed import InvalidValue
+from kemu.machinery.managedfields.updater import Conflicts
 from kemu.machinery.runtime_config import NO_RUNTIME_CONFIG, RuntimeConfig
 from kemu.machinery.strategy import strategy_for
 from kemu.machinery.update_strategy import check_update_uid, has_generation
@@ -109,6 +113,7 @@ class Registry:
         self.lifecycle = NamespaceLifecycle(
             self._cached_namespace, self._live_namespace, clock=self._clock
         )
+        self.fields = FieldTracker()  # issue #57: managedFields
         self._eviction_rules = VersionRules.at(settings.version)
         self._quota_cache = caches.get(BY_KIND["ResourceQuota"].resource)  # issue #57 kinds-a
         self.served = Served.at(
@@ -213,9 +218,13 @@ class Registry:
     async def create(self, obj: Message) -> Message:
         return (await self.create_owned(copy_of(obj)))[0]
 
-    async def create_owned(self, obj: Message) -> tuple[Message, bytes]:
+    async def create_owned(
+        self, obj: Message, managed_fields: list[types_pb2.ManagedFieldsEntry] | None = None
+    ) -> tuple[Message, bytes]:
         """Creates `obj`, which the caller hands over (it is mutated). Returns the stored object
-        and its Object envelope bytes as served, so the gRPC edge need not re-encode it."""
+        and its Object envelope bytes as served, so the gRPC edge need not re-encode it.
+        `managed_fields`: the entries of a create by server-side apply (else the request's
+        manager owns what it set: FieldTracker.created)."""
         kind = kind_of(obj)
         self.served.check(kind)
         meta = meta_of(obj)
@@ -257,6 +266,11 @@ class Registry:
             )
         await self.admission.validate_create(obj)
         await self._quota.admit_create(obj)  # issue #57 kinds-a
+        if managed_fields is None:
+            self.fields.created(kind, obj, self._now())
+        else:
+            del meta.managed_fields[:]
+            meta.managed_fields.extend(managed_fields)
         return obj, await self.store.create(kind, obj)
 
     # ------------------------------------------------------------ update
@@ -271,7 +285,9 @@ class Registry:
 
         async def mutate(current: Message) -> Message:
             check_update_uid(kind, current, obj)
-            return await self._admit_update(current, rest.write(kind, current, obj), subresource)
+            written = rest.write(kind, current, obj)
+            self.fields.updated(kind, current, written, subresource, self._now())
+            return await self._admit_update(current, written, subresource)
 
         result = await self.guaranteed_update(
             kind, namespace, meta.name, mutate, precondition_rv=meta.resource_version
@@ -350,12 +366,91 @@ class Registry:
             except Invalid as e:
                 raise Invalid(f"the patch is invalid: {e.message}", e.causes) from None
             meta_of(patched).resource_version = meta_of(current).resource_version
-            return await self._admit_update(
-                current, rest.write(kind, current, patched), subresource
-            )
+            written = rest.write(kind, current, patched)
+            self.fields.updated(kind, current, written, subresource, self._now())
+            return await self._admit_update(current, written, subresource)
 
         result = await self.guaranteed_update(kind, namespace, name, mutate, precondition_rv=pinned)
         return await rest.after_write(result)
+
+    # ------------------------------------------------------------ apply
+
+    async def apply(
+        self,
+        resource: str,
+        namespace: str,
+        name: str,
+        config: JSONObject,
+        subresource: str,
+        *,
+        manager: str,
+        force: bool,
+        unknown: convert.UnknownFields | None = None,
+        api_version: str = "",
+    ) -> tuple[Message, bool]:
+        """Server-side apply (PATCH application/apply-patch+yaml): `config` merged into the
+        stored object as structured-merge-diff merges (kemu.machinery.managedfields), or
+        created when there is none; then the same rules as an update (or a create). A change
+        to fields other managers own is a 409 Conflict naming them unless `force`. Returns
+        the object and whether it was created."""
+        kind = kind_for_resource(resource)
+        self.served.check(kind)
+        namespace = (namespace or "default") if kind.namespaced else ""
+        version = api_version or kind.api_version
+        apply_rules.check_config(kind, config, version, name, namespace)
+        rest = self._update_rest(kind, subresources.check(kind, subresource, subresources.PATCH))
+        try:
+            await self.read(kind, namespace, name)
+        except NotFound:
+            if subresource:
+                raise
+            merged, managed = self._applied(kind, None, (), config, manager, force, "")
+            obj = podgroups.from_versioned(kind, merged, version, unknown)
+            meta = meta_of(obj)
+            meta.name = name
+            if kind.namespaced:
+                meta.namespace = namespace
+            created, _ = await self.create_owned(obj, managed)
+            return created, True
+
+        async def mutate(current: Message) -> Message:
+            if unknown is not None:
+                unknown.found.clear()
+            live = podgroups.to_versioned(current, version)
+            merged, managed = self._applied(
+                kind, live, meta_of(current).managed_fields, config, manager, force, subresource
+            )
+            try:
+                patched = podgroups.from_versioned(kind, merged, version, unknown)
+            except Invalid as e:
+                raise Invalid(f"the patch is invalid: {e.message}", e.causes) from None
+            meta_of(patched).resource_version = meta_of(current).resource_version
+            written = rest.write(kind, current, patched)
+            del meta_of(written).managed_fields[:]
+            meta_of(written).managed_fields.extend(managed)
+            return await self._admit_update(current, written, subresource)
+
+        result = await self.guaranteed_update(kind, namespace, name, mutate)
+        return await rest.after_write(result), False
+
+    def _applied(
+        self,
+        kind: Kind,
+        live: JSONObject | None,
+        live_entries: Sequence[types_pb2.ManagedFieldsEntry],
+        config: JSONObject,
+        manager: str,
+        force: bool,
+        subresource: str,
+    ) -> tuple[JSONObject, list[types_pb2.ManagedFieldsEntry]]:
+        try:
+            return self.fields.applied(
+                kind, live, live_entries, config, manager, force, subresource, self._now()
+            )
+        except Conflicts as e:
+            raise apply_conflict(e, live_entries) from None
+        except InvalidValue as e:
+            raise Invalid(f"the applied configuration is invalid: {e}") from None
 
     # ------------------------------------------------------------ delete
 

@@ -13,6 +13,7 @@ from kemu.ctl import jsonpath, printers
 from kemu.ctl.common import Context, CtlError, format_api_error, namespace_for, plain, split_targets
 from kemu.machinery import convert, kinds
 from kemu.machinery.errors import ApiError
+from kemu.machinery.jsonvalue import JSONObject
 from kemu.machinery.keys import object_meta
 
 OUTPUTS = ("json", "yaml", "wide", "name")
@@ -38,8 +39,12 @@ class Printer:
         all_ns: bool,
         *,
         with_kind: bool = False,
+        show_managed_fields: bool = False,
     ) -> None:
+        """`show_managed_fields`: kubectl's --show-managed-fields (its printers omit
+        metadata.managedFields otherwise)."""
         self.ctx = ctx
+        self.show_managed_fields = show_managed_fields
         self.kind = kind
         self.output = output
         self.with_kind = with_kind
@@ -73,6 +78,13 @@ class Printer:
             self._header_printed = True
         return self.table.render(rows)
 
+    def _doc(self, obj: Message) -> JSONObject:
+        data = convert.to_dict(obj, wire=True)
+        meta = data.get("metadata")
+        if not self.show_managed_fields and isinstance(meta, dict):
+            meta.pop("managedFields", None)
+        return data
+
     def print_each(self, objs: Sequence[Message]) -> None:
         """Objects one by one (a watch): rows, names, or one document per object."""
         out = self.output
@@ -84,16 +96,16 @@ class Printer:
                 self.ctx.print(printers.name_of(o))
         elif out == "json":
             for o in objs:
-                self.ctx.print(printers.dump_json(convert.to_dict(o, wire=True)))
+                self.ctx.print(printers.dump_json(self._doc(o)))
         elif out == "yaml":
             for o in objs:
                 if self._yaml_docs:
                     self.ctx.print("---")
                 self._yaml_docs += 1
-                self.ctx.print(printers.dump_yaml(convert.to_dict(o, wire=True)))
+                self.ctx.print(printers.dump_yaml(self._doc(o)))
         else:
             for o in objs:
-                self.ctx.print(_jsonpath(out, convert.to_dict(o, wire=True)))
+                self.ctx.print(_jsonpath(out, self._doc(o)))
 
     def print_result(self, objs: Sequence[Message], *, single: bool) -> None:
         """The answer of a get: one object as itself when `single`, otherwise a List."""
@@ -101,7 +113,11 @@ class Printer:
         if out is None or out == "wide" or out == "name":
             self.print_each(objs)
             return
-        data = convert.to_dict(objs[0], wire=True) if single else printers.as_list(objs)
+        data = (
+            self._doc(objs[0])
+            if single
+            else {"apiVersion": "v1", "kind": "List", "items": [self._doc(o) for o in objs]}
+        )
         if out == "json":
             self.ctx.print(printers.dump_json(data))
         elif out == "yaml":
@@ -168,9 +184,14 @@ async def cmd_get(ctx: Context, args: argparse.Namespace) -> int:
         if not first and args.output in (None, "wide"):
             ctx.print()
         first = False
-        Printer(ctx, kind, args.output, args.all_namespaces, with_kind=several).print_result(
-            items, single=False
-        )
+        Printer(
+            ctx,
+            kind,
+            args.output,
+            args.all_namespaces,
+            with_kind=several,
+            show_managed_fields=args.show_managed_fields,
+        ).print_result(items, single=False)
     named = [(kind, names) for kind, names in groups.values()]
     total_named = sum(len(names) for _, names in named)
     for kind, names in named:
@@ -186,7 +207,14 @@ async def cmd_get(ctx: Context, args: argparse.Namespace) -> int:
             ctx.print()
         first = False
         single = total_named == 1 and not listed
-        Printer(ctx, kind, args.output, False, with_kind=several).print_result(found, single=single)
+        Printer(
+            ctx,
+            kind,
+            args.output,
+            False,
+            with_kind=several,
+            show_managed_fields=args.show_managed_fields,
+        ).print_result(found, single=single)
     for message in errors:
         ctx.warn(f"error: {message}")
     return 1 if errors else 0
@@ -207,7 +235,9 @@ async def _watch(
         kind.message, ns, label_selector=selector, field_selector=fields
     )
     items = [o for o in result.items if not names or object_meta(o).name in names]
-    printer = Printer(ctx, kind, args.output, args.all_namespaces)
+    printer = Printer(
+        ctx, kind, args.output, args.all_namespaces, show_managed_fields=args.show_managed_fields
+    )
     if items:
         printer.print_each(items)
     rv = result.resource_version

@@ -121,6 +121,11 @@ def _get_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", help="json, yaml, wide, name or jsonpath={.path}")
     p.add_argument("-w", "--watch", action="store_true", help="then print every change")
     p.add_argument("--field-selector", help="e.g. spec.nodeName=n1")
+    p.add_argument(
+        "--show-managed-fields",
+        action="store_true",
+        help="keep metadata.managedFields in -o json|yaml|jsonpath (hidden otherwise, as kubectl)",
+    )
     _selectors(p)
 
 

@@ -10,9 +10,8 @@ import yaml
 from google.protobuf.message import Message
 
 from kemu.ctl.common import ref
-from kemu.machinery import convert, kinds
+from kemu.machinery import kinds
 from kemu.machinery import printers as columns
-from kemu.machinery.jsonvalue import JSONObject
 from kemu.machinery.keys import object_meta
 
 # the names kemuctl's commands use, from the one place that defines them
@@ -47,14 +46,6 @@ def row(
 
 
 # ---------------------------------------------------------------- object output
-
-
-def as_list(objs: Sequence[Message]) -> JSONObject:
-    return {
-        "apiVersion": "v1",
-        "kind": "List",
-        "items": [convert.to_dict(o, wire=True) for o in objs],
-    }
 
 
 def dump_json(data: object) -> str:

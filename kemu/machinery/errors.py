@@ -17,6 +17,8 @@ class Cause:
 
     field: str
     message: str
+    reason: str = "FieldValueInvalid"
+    """upstream's CauseType (FieldValueInvalid; FieldManagerConflict for server-side apply)."""
 
 
 @dataclass(frozen=True)

@@ -786,6 +786,16 @@ SCHEMA: Final[Messages] = {
         12: ("annotations", "map"),
         13: ("ownerReferences", "[]OwnerReference"),
         14: ("finalizers", "[]string"),
+        17: ("managedFields", "[]ManagedFieldsEntry"),
+    },
+    "ManagedFieldsEntry": {
+        1: ("manager", "string"),
+        2: ("operation", "string"),
+        3: ("apiVersion", "string"),
+        4: ("time", "time"),
+        6: ("fieldsType", "string"),
+        7: ("fieldsV1", "raw"),
+        8: ("subresource", "string"),
     },
     "ObjectReference": {
         1: ("kind", "string"),

@@ -48,7 +48,7 @@ from apiserver.endpoints.rest.request import (
 from apiserver.endpoints.rest.request_info import request_info
 from apiserver.endpoints.rest.table import table, wants_table
 from apiserver.endpoints.servicer import ApiService
-from apiserver.registry import fencing
+from apiserver.registry import fencing, field_managers
 from apiserver.registry.registry import Registry
 from kemu.api.v1 import api_pb2, types_pb2
 from kemu.component.clock import Clock, RealClock
@@ -59,6 +59,7 @@ from kemu.machinery.convert import UnknownFields
 from kemu.machinery.errors import ApiError, BadRequest, InternalError, NotFound
 from kemu.machinery.fencing import ENFORCE_KEY, TOKEN_KEY, FencingToken
 from kemu.machinery.kinds import ALL_SERVED, BY_KIND, Served, unwrap
+from kemu.machinery.managedfields import apply as apply_rules
 
 logger = logging.getLogger(__name__)
 
@@ -179,7 +180,15 @@ class RestApi:
             info = request_info(request.method, request.path, request.query)
             # a watch from outside the cluster does not hold the event-driven clock
             counted = self._service.activity.request() if info.verb != "watch" else nullcontext()
-            with self._inflight.acquire(info), fencing.serving(_fencing_token(request)), counted:
+            manager = request.query.get("fieldManager") or field_managers.from_user_agent(
+                request.headers.get("User-Agent", "")
+            )
+            with (
+                self._inflight.acquire(info),
+                fencing.serving(_fencing_token(request)),
+                field_managers.serving(manager),
+                counted,
+            ):
                 return await self._route(request)
         except ApiError as e:
             return _error(e)
@@ -377,6 +386,12 @@ class RestApi:
     async def _patch(self, request: web.BaseRequest, t: Target) -> web.Response:
         registry = self._registry_for(request)
         content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
+        q = request.query
+        apply_rules.check_options(
+            q.get("fieldManager"), q.get("force"), content_type == apply_rules.CONTENT_TYPE
+        )
+        if content_type == apply_rules.CONTENT_TYPE:
+            return await self._apply(request, t, registry)
         if content_type not in patches.PATCH_TYPES:
             raise _unsupported_media(content_type)
         if t.kind.custom and content_type == patches.STRATEGIC:
@@ -399,6 +414,23 @@ class RestApi:
             api_version=t.api_version,
         )
         return _warn(self._object(request, t, patched), unknown)
+
+    async def _apply(self, request: web.BaseRequest, t: Target, registry: Registry) -> web.Response:
+        """Server-side apply (issue #57): 201 when it created the object."""
+        config = apply_rules.parse_config(await read_body(request))
+        unknown = _field_validation(request)
+        obj, created = await registry.apply(
+            t.kind.resource,
+            self._namespace(t),
+            t.name,
+            config,
+            t.subresource,
+            manager=request.query.get("fieldManager", ""),
+            force=truthy(request.query.get("force")),
+            unknown=unknown,
+            api_version=t.api_version,
+        )
+        return _warn(self._object(request, t, obj, 201 if created else 200), unknown)
 
     async def _delete(self, request: web.BaseRequest, t: Target) -> web.Response:
         deleted = await self._delete_one(request, t, await self._delete_options(request))
@@ -469,9 +501,10 @@ class RestApi:
             if isinstance(obj, types_pb2.CustomObject)
             else ".spec.replicas"
         )
-        written = await self._registry_for(request).patch(
-            t.kind.resource, self._namespace(t), t.name, scale.object_patch(desired, path), ""
-        )
+        with field_managers.writing_through(subresources.SCALE.name):
+            written = await self._registry_for(request).patch(
+                t.kind.resource, self._namespace(t), t.name, scale.object_patch(desired, path), ""
+            )
         return json_response(scale.scale_of(written))
 
     async def _pod_action(self, request: web.BaseRequest, t: Target) -> web.Response:

@@ -32,8 +32,7 @@ def failure(err: ApiError) -> JSONObject:
         details["kind"] = err.subject.kind
     if err.causes:
         details["causes"] = [
-            {"reason": "FieldValueInvalid", "message": c.message, "field": c.field}
-            for c in err.causes
+            {"reason": c.reason, "message": c.message, "field": c.field} for c in err.causes
         ]
     if retry_after(err):
         details["retryAfterSeconds"] = retry_after(err)

@@ -10,7 +10,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class ObjectMeta(_message.Message):
-    __slots__ = ("name", "generate_name", "namespace", "uid", "resource_version", "generation", "creation_timestamp", "deletion_timestamp", "deletion_grace_period_seconds", "labels", "annotations", "owner_references", "finalizers")
+    __slots__ = ("name", "generate_name", "namespace", "uid", "resource_version", "generation", "creation_timestamp", "deletion_timestamp", "deletion_grace_period_seconds", "labels", "annotations", "owner_references", "finalizers", "managed_fields")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -38,6 +38,7 @@ class ObjectMeta(_message.Message):
     ANNOTATIONS_FIELD_NUMBER: _ClassVar[int]
     OWNER_REFERENCES_FIELD_NUMBER: _ClassVar[int]
     FINALIZERS_FIELD_NUMBER: _ClassVar[int]
+    MANAGED_FIELDS_FIELD_NUMBER: _ClassVar[int]
     name: str
     generate_name: str
     namespace: str
@@ -51,7 +52,26 @@ class ObjectMeta(_message.Message):
     annotations: _containers.ScalarMap[str, str]
     owner_references: _containers.RepeatedCompositeFieldContainer[OwnerReference]
     finalizers: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, name: _Optional[str] = ..., generate_name: _Optional[str] = ..., namespace: _Optional[str] = ..., uid: _Optional[str] = ..., resource_version: _Optional[str] = ..., generation: _Optional[int] = ..., creation_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., deletion_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., deletion_grace_period_seconds: _Optional[int] = ..., labels: _Optional[_Mapping[str, str]] = ..., annotations: _Optional[_Mapping[str, str]] = ..., owner_references: _Optional[_Iterable[_Union[OwnerReference, _Mapping]]] = ..., finalizers: _Optional[_Iterable[str]] = ...) -> None: ...
+    managed_fields: _containers.RepeatedCompositeFieldContainer[ManagedFieldsEntry]
+    def __init__(self, name: _Optional[str] = ..., generate_name: _Optional[str] = ..., namespace: _Optional[str] = ..., uid: _Optional[str] = ..., resource_version: _Optional[str] = ..., generation: _Optional[int] = ..., creation_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., deletion_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., deletion_grace_period_seconds: _Optional[int] = ..., labels: _Optional[_Mapping[str, str]] = ..., annotations: _Optional[_Mapping[str, str]] = ..., owner_references: _Optional[_Iterable[_Union[OwnerReference, _Mapping]]] = ..., finalizers: _Optional[_Iterable[str]] = ..., managed_fields: _Optional[_Iterable[_Union[ManagedFieldsEntry, _Mapping]]] = ...) -> None: ...
+
+class ManagedFieldsEntry(_message.Message):
+    __slots__ = ("manager", "operation", "api_version", "time", "fields_type", "fields_v1", "subresource")
+    MANAGER_FIELD_NUMBER: _ClassVar[int]
+    OPERATION_FIELD_NUMBER: _ClassVar[int]
+    API_VERSION_FIELD_NUMBER: _ClassVar[int]
+    TIME_FIELD_NUMBER: _ClassVar[int]
+    FIELDS_TYPE_FIELD_NUMBER: _ClassVar[int]
+    FIELDS_V1_FIELD_NUMBER: _ClassVar[int]
+    SUBRESOURCE_FIELD_NUMBER: _ClassVar[int]
+    manager: str
+    operation: str
+    api_version: str
+    time: _timestamp_pb2.Timestamp
+    fields_type: str
+    fields_v1: RawExtension
+    subresource: str
+    def __init__(self, manager: _Optional[str] = ..., operation: _Optional[str] = ..., api_version: _Optional[str] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., fields_type: _Optional[str] = ..., fields_v1: _Optional[_Union[RawExtension, _Mapping]] = ..., subresource: _Optional[str] = ...) -> None: ...
 
 class OwnerReference(_message.Message):
     __slots__ = ("api_version", "kind", "name", "uid", "controller", "block_owner_deletion")

@@ -245,3 +245,18 @@ async def test_get_the_storage_kinds_by_short_name() -> None:
     for name in ("sc", "sa", "cj", "secrets", "csinodes"):
         result = await ctl(client, "get", name, "-A")
         assert result.rc == 0 and not result.err.startswith("error"), (name, result.err)
+
+
+@pytest.mark.anyio
+async def test_managed_fields_are_hidden_unless_show_managed_fields() -> None:
+    """kubectl's printers omit metadata.managedFields; --show-managed-fields keeps them."""
+    pod = make_pod("p").obj()
+    entry = pod.metadata.managed_fields.add(manager="kubectl", operation="Apply")
+    entry.fields_v1.raw = '{"f:spec":{}}'
+    client = fake(pod)
+    hidden = await ctl(client, "get", "pod", "p", "-o", "json")
+    assert "managedFields" not in json.loads(hidden.out)["metadata"]
+    listed = await ctl(client, "get", "pods", "-o", "yaml")
+    assert "managedFields" not in listed.out
+    shown = await ctl(client, "get", "pod", "p", "-o", "json", "--show-managed-fields")
+    assert json.loads(shown.out)["metadata"]["managedFields"][0]["manager"] == "kubectl"
