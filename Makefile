@@ -36,7 +36,7 @@ test: $(STAMP) check-gen lint
 # The CI slices of the long suites (chaos CI profile, skew slice, the make-run demo, the chaos
 # picture in a browser, the larger trace replays, the 3000-pod bursts, upstream's volumes/ file).
 test-long: $(STAMP) chromium
-	$(BIN)/python -m pytest -q -m long tests
+	$(BIN)/python -m pytest -q -m long --durations=15 tests
 
 # Debian's Chromium for the browser test of test-long (tests/integration/drivers/test_timeline_browser.py),
 # installed when missing, as root and quietly; where it cannot be, that test skips saying why.

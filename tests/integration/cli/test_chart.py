@@ -298,6 +298,9 @@ def test_s_chart_5_an_upgrade_rolls_the_deployment_out(kubectl: Kubectl) -> None
     checksum/config annotation with it, so the Deployment rolls out a second ReplicaSet
     (revision 2), the old one goes to 0, the Service's endpoints follow the new pod, and the
     rest of the chart is unchanged."""
+    # revision 1 rolled out first (run alone, as `make test-long` runs it, the chart was only
+    # just applied)
+    kubectl.run("rollout", "status", "-n", NS, f"deploy/{NAME}", "--timeout=20s")
     text = CHART.read_text()
     upgraded = text.replace('LOG_LEVEL: "info"', 'LOG_LEVEL: "debug"').replace(
         "checksum/config: 4b2d", "checksum/config: 9f1e"
