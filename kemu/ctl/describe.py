@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 import re
 import time
-from collections.abc import Iterable, Mapping
-from typing import Final
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Final, Protocol
 
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -1443,14 +1443,32 @@ def describe_replication_controller(
     w.line(0, "Replicas:", f"{rc.status.replicas} current / {rc.spec.replicas} desired")
     w.line(0, "Pods Status:", _pod_counts(pods, rc.metadata.uid))
     _pod_template(w, rc.spec.template)
-    if rc.status.conditions:
-        w.line(0, "Conditions:")
-        w.line(1, "Type", "Status", "Reason")
-        w.line(1, "----", "------", "------")
-        for c in rc.status.conditions:
-            w.line(1, f"{c.type} ", c.status, c.reason)
+    _workload_conditions(w, rc.status.conditions)
     describe_events(w, events, now)
     return w.render()
+
+
+class WorkloadCondition(Protocol):
+    """What the Conditions table reads of a workload's condition."""
+
+    @property
+    def type(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def reason(self) -> str: ...
+
+
+def _workload_conditions(w: Writer, conditions: Sequence[WorkloadCondition]) -> None:
+    """A Deployment's, ReplicaSet's or ReplicationController's Conditions table (kubectl's
+    Type/Status/Reason), none when there is no condition."""
+    if not conditions:
+        return
+    w.line(0, "Conditions:")
+    w.line(1, "Type", "Status", "Reason")
+    w.line(1, "----", "------", "------")
+    for c in conditions:
+        w.line(1, f"{c.type} ", c.status, c.reason)
 
 
 def describe_endpoints(ep: types_pb2.Endpoints, events: list[types_pb2.Event], now: float) -> str:
@@ -2164,12 +2182,7 @@ def describe_deployment(
             f"{_int_or_str(ru.max_surge)} max surge",
         )
     _pod_template(w, d.spec.template)
-    if st.conditions:
-        w.line(0, "Conditions:")
-        w.line(1, "Type", "Status", "Reason")
-        w.line(1, "----", "------", "------")
-        for c in st.conditions:
-            w.line(1, f"{c.type} ", c.status, c.reason)
+    _workload_conditions(w, st.conditions)
     if owned:
         w.line(0, "OldReplicaSets:", _replica_sets_text(old))
         w.line(0, "NewReplicaSet:", _replica_sets_text([new] if new is not None else []))
@@ -2199,12 +2212,7 @@ def describe_replica_set(
     w.line(0, "Replicas:", f"{rs.status.replicas} current / {rs.spec.replicas} desired")
     w.line(0, "Pods Status:", _pod_counts(pods, rs.metadata.uid))
     _pod_template(w, rs.spec.template)
-    if rs.status.conditions:
-        w.line(0, "Conditions:")
-        w.line(1, "Type", "Status", "Reason")
-        w.line(1, "----", "------", "------")
-        for c in rs.status.conditions:
-            w.line(1, f"{c.type} ", c.status, c.reason)
+    _workload_conditions(w, rs.status.conditions)
     describe_events(w, events, now)
     return w.render()
 
