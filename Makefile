@@ -34,9 +34,12 @@ test: $(STAMP) check-gen lint
 	$(BIN)/python -m pytest -q -m "not long" -n $(TEST_WORKERS) --dist loadfile --durations=15 tests
 
 # The CI slices of the long suites (chaos CI profile, skew slice, the make-run demo, the chaos
-# picture in a browser, the larger trace replays, the 3000-pod bursts, upstream's volumes/ file).
+# picture in a browser, the larger trace replays, the 3000-pod bursts, upstream's volumes/ file),
+# on LONG_WORKERS pytest-xdist workers, test by test (--dist loadgroup: the make-run tests, on
+# the Procfile's fixed ports, share one worker): they mostly wait on processes and timers.
+LONG_WORKERS ?= 2
 test-long: $(STAMP) chromium
-	$(BIN)/python -m pytest -q -m long --durations=15 tests
+	$(BIN)/python -m pytest -q -m long -n $(LONG_WORKERS) --dist loadgroup --durations=15 tests
 
 # Debian's Chromium for the browser test of test-long (tests/integration/drivers/test_timeline_browser.py),
 # installed when missing, as root and quietly; where it cannot be, that test skips saying why.

@@ -25,6 +25,9 @@ import pytest
 from kemu.testing.processes import REPO_ROOT, python_env, run_python_module
 
 STOP_TIMEOUT = 30.0
+# make test-long runs on two pytest-xdist workers (--dist loadgroup): the tests that start
+# the Procfile on its fixed ports all go to one of them, one after the other.
+MAKE_RUN_GROUP = pytest.mark.xdist_group("make-run")
 PORTS_FREED_WITHIN = 60.0  # wall seconds
 BIN_DIR = Path(sys.executable).parent
 

@@ -23,13 +23,14 @@ from kemu.machinery.convert import parse_time
 from kemu.testing import eventually
 from kemu.testing.processes import REPO_ROOT
 from tests.integration.make_run.make_run_env import (
+    MAKE_RUN_GROUP,
     get_json,
     kemuctl,
     procfile_running,
     static_nodes_ready,
 )
 
-pytestmark = [pytest.mark.integration, pytest.mark.long, pytest.mark.anyio]
+pytestmark = [pytest.mark.integration, pytest.mark.long, pytest.mark.anyio, MAKE_RUN_GROUP]
 
 EXAMPLE = REPO_ROOT / "examples" / "pending-pods.yaml"
 GROUP_LABEL = "kemu.io/node-group"

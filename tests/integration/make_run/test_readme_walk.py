@@ -28,13 +28,14 @@ import pytest
 from kemu.testing import eventually_sync
 from kemu.testing.processes import REPO_ROOT
 from tests.integration.make_run.make_run_env import (
+    MAKE_RUN_GROUP,
     kemuctl,
     procfile_running,
     static_nodes_ready,
     user_env,
 )
 
-pytestmark = [pytest.mark.integration]
+pytestmark = [pytest.mark.integration, MAKE_RUN_GROUP]
 
 README: Final = REPO_ROOT / "README.md"
 WALK_HEADING: Final = "## A ten-minute walk"
