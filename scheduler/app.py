@@ -25,7 +25,7 @@ from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
-from kemu.client.comparer import CacheComparer, informer_sources
+from kemu.client.comparer import CacheComparer, informer_sources, serve_informers
 from kemu.client.controlplane import Elected, run_elected
 from kemu.client.events import EventRecorder
 from kemu.client.informer import Informer, InformerFactory
@@ -381,6 +381,7 @@ async def serve(client: ApiClient, settings: SchedulerSettings, ctx: ComponentCo
             *cache_sources(cache, queue, informers.pods, informers.nodes, frameworks),
         ],
     )
+    serve_informers(ctx, lambda: informers.factory)
     ctx.on_debug_signal(CacheDumper(cache, queue).dump_all)
 
     async def schedule() -> None:
