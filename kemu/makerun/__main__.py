@@ -1,4 +1,5 @@
-"""`python -m kemu.makerun [--port-base N] [--clock real|virtual]`: what `make run` runs, in the
+"""`python -m kemu.makerun [--port-base N] [--clock real|virtual] [PROCESS...]`: what `make run`
+runs, in the
 directory of the Procfile (the repository's root; a test's copy of it).
 
 1. Every port of the table (kemu.makerun.ports) is checked before anything starts: a taken one
@@ -98,6 +99,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"${BASE_ENV}, else the default ports: 6443 for the apiserver, ...)",
     )
     parser.add_argument("--clock", choices=CLOCKS, default="real")
+    parser.add_argument(
+        "process", nargs="*", help="only these processes of the Procfile (default: all)"
+    )
     args = parser.parse_args(argv)
     try:
         ports = Ports.parse(args.port_base)
@@ -117,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     env = honcho_environment(args.clock)
     honcho = str(Path(sys.executable).parent / "honcho")
-    os.execve(honcho, [honcho, "start", "-e", str(STATE_DIR / PORTS_ENV)], env)
+    os.execve(honcho, [honcho, "start", "-e", str(STATE_DIR / PORTS_ENV), *args.process], env)
 
 
 if __name__ == "__main__":

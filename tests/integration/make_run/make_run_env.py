@@ -18,7 +18,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,14 +112,20 @@ class MakeRun:
     proc: subprocess.Popen[bytes]
 
     def env(self) -> dict[str, str]:
-        """The user's shell after `source .kemu/env`."""
-        return {**user_env(), **sourced(self.root / STATE_DIR / USER_ENV)}
+        """The user's shell after `source .kemu/env` (an AssertionError, for `eventually`,
+        until make run has written it)."""
+        path = self.root / STATE_DIR / USER_ENV
+        assert path.exists(), f"make run has not written {path} yet"
+        return {**user_env(), **sourced(path)}
 
-    def kemuctl(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    def kemuctl(
+        self, *args: str, input: str | None = None, timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [str(BIN_DIR / "python"), "-m", "kemu.ctl", *args],
             cwd=self.root,
             env=self.env(),
+            input=input,
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -152,16 +158,23 @@ class MakeRun:
 
 @contextmanager
 def procfile_running(
-    root: Path, clock: str, ports: Ports | None = None, *, log_name: str = "honcho.log"
+    root: Path,
+    clock: str,
+    ports: Ports | None = None,
+    *,
+    processes: Sequence[str] = (),
+    log_name: str = "honcho.log",
 ) -> Iterator[MakeRun]:
     """`make run CLOCK=<clock> PORT_BASE=<ports.base>` in `root` (default: this worker's
-    ports), until the block ends (then stopped as Ctrl-C stops it, if still running)."""
+    ports; `processes`: only those of the Procfile), until the block ends (then stopped as
+    Ctrl-C stops it, if still running)."""
     ports = ports if ports is not None else worker_ports()
     prepare_root(root)
     log_path = root / log_name
     argv = [str(BIN_DIR / "python"), "-m", "kemu.makerun", "--clock", clock]
     if ports.base is not None:
         argv += ["--port-base", str(ports.base)]
+    argv += processes
     with log_path.open("w") as log:
         proc = subprocess.Popen(
             argv,
