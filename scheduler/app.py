@@ -27,7 +27,7 @@ from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.client.comparer import CacheComparer, informer_sources, serve_informers
 from kemu.client.controlplane import Elected, run_elected
-from kemu.client.events import EventRecorder
+from kemu.client.events import EventApi, EventRecorder
 from kemu.client.informer import Informer, InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock
@@ -204,7 +204,6 @@ def new_frameworks(
 ) -> dict[str, Framework]:
     """One Framework per profile, sharing the waiting pods and the random source (--seed;
     preemption's and the host selection's tie-breaks)."""
-    host = socket.gethostname()
     rng = random.Random(settings.seed)
     waiting_pods = WaitingPodsMap()
     # DRA: one view of the claims (assumed, in flight), slices and classes for every profile.
@@ -231,9 +230,7 @@ def new_frameworks(
                     gates=ctx.gates,
                     # Each profile reports as its schedulerName, as upstream's per-profile
                     # recorders (reportingInstance "<schedulerName>-<host>").
-                    event_recorder=recorder.for_component(
-                        profile.scheduler_name, f"{profile.scheduler_name}-{host}"
-                    ),
+                    event_recorder=recorder.for_component(profile.scheduler_name),
                     informer_factory=informers.factory,
                     waiting_pods=waiting_pods,
                     observe=observe,
@@ -320,7 +317,11 @@ async def serve(client: ApiClient, settings: SchedulerSettings, ctx: ComponentCo
     )
     pod_groups = PodGroupStates(membership, ctx.clock, forest) if membership.enabled else None
     informers = _Informers.of(client, ctx, membership)
-    recorder = EventRecorder(client, COMPONENT, host=socket.gethostname(), clock=ctx.clock)
+    # (upstream's scheduler records through events.k8s.io/v1: cmd/kube-scheduler/app/server.go
+    # NewEventBroadcasterAdapter, a recorder per profile)
+    recorder = EventRecorder(
+        client, COMPONENT, api=EventApi.EVENTS_V1, host=socket.gethostname(), clock=ctx.clock
+    )
     cache = new_cache(ctx.clock, ctx.gates)
     frameworks = new_frameworks(
         settings, client, informers, recorder, metrics, ctx, pod_groups=pod_groups

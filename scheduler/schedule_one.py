@@ -469,7 +469,7 @@ class Scheduler:
             pod,
             node=node,
             nodes=self.snapshot.num_nodes(),
-            evaluated=result.filter_evaluations,
+            evaluated=result.evaluated_nodes,
             feasible=result.feasible_nodes,
         )
         if pod.status.nominated_node_name:
