@@ -109,11 +109,11 @@ def walk_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MakeRun]:
 @pytest.mark.timeout(SECTION_TIMEOUT + 120)
 @pytest.mark.parametrize("section", SECTIONS[::-1], ids=[s.title for s in SECTIONS[::-1]])
 def test_walk_section_runs_as_written(walk_run: MakeRun, section: Section) -> None:
+    eventually_sync(walk_run.static_nodes_ready, timeout=90, interval=1)
     env = walk_run.env()
     missing = sorted(p for p in section.programs() if shutil.which(p, path=env["PATH"]) is None)
     if missing:
         pytest.skip(f"not installed: {', '.join(missing)}")
-    eventually_sync(walk_run.static_nodes_ready, timeout=90, interval=1)
     rate = walk_run.kemuctl("clock", "rate", "max")
     assert rate.returncode == 0, rate.stderr
     done = subprocess.run(
