@@ -47,6 +47,12 @@ CLUSTER_ENV: Final = (
 """What a user's shell may carry from another cluster: dropped, then `.kemu/env`'s."""
 
 
+def make_run_group(name: str) -> pytest.MarkDecorator:
+    """The mark that keeps a make_run module's tests on one worker under make test-long's
+    `--dist loadgroup` (they share the module's cluster); two modules run side by side."""
+    return pytest.mark.xdist_group(f"make-run-{name}")
+
+
 def worker_bases() -> list[int]:
     """This pytest-xdist worker's bases (gw0: 20000, 21000, ...; gw1: 20100, 21100, ...): no
     two workers share one, and each is 100 ports from the next worker's."""

@@ -21,9 +21,14 @@ import pytest
 from kemu.machinery.convert import parse_time
 from kemu.testing import eventually
 from kemu.testing.processes import REPO_ROOT
-from tests.integration.make_run.make_run_env import MakeRun, procfile_running
+from tests.integration.make_run.make_run_env import MakeRun, make_run_group, procfile_running
 
-pytestmark = [pytest.mark.integration, pytest.mark.long, pytest.mark.anyio]
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.long,
+    pytest.mark.anyio,
+    make_run_group("autoscaler"),
+]
 
 EXAMPLE = REPO_ROOT / "examples" / "pending-pods.yaml"
 GROUP_LABEL = "kemu.io/node-group"

@@ -26,9 +26,9 @@ import pytest
 
 from kemu.testing import eventually_sync
 from kemu.testing.processes import REPO_ROOT
-from tests.integration.make_run.make_run_env import MakeRun, procfile_running
+from tests.integration.make_run.make_run_env import MakeRun, make_run_group, procfile_running
 
-pytestmark = [pytest.mark.integration]
+pytestmark = [pytest.mark.integration, make_run_group("walk")]
 
 README: Final = REPO_ROOT / "README.md"
 WALK_HEADING: Final = "## A ten-minute walk"
