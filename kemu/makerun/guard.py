@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from types import FrameType
 from typing import Final
 
-from kemu.component.options import duration_flag
+from kemu.machinery.duration import DurationError, parse_duration
 
 POLL: Final = 0.05
 _PR_SET_PDEATHSIG: Final = 1
@@ -49,6 +49,13 @@ def _die_with_parent() -> None:  # (in the child, between fork and exec)
         ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+def _duration(text: str) -> float:
+    try:
+        return parse_duration(text)
+    except DurationError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 class _Signals:
     def __init__(self) -> None:
         self.received: list[int] = []
@@ -60,7 +67,7 @@ class _Signals:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kemu.makerun.guard", description=__doc__)
     parser.add_argument("--until-closed", required=True, metavar="HOST:PORT")
-    parser.add_argument("--within", type=duration_flag, default=4.0, metavar="DURATION")
+    parser.add_argument("--within", type=_duration, default=4.0, metavar="DURATION")
     parser.add_argument("command", nargs="+")
     args = parser.parse_args(argv)
     signals = _Signals()

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import socket
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +18,8 @@ import pytest
 from kemu.makerun.__main__ import PORTS_ENV, STATE_DIR, USER_ENV, free_base
 from kemu.makerun.ports import LOOPBACK, TABLE, Ports
 from kemu.testing import eventually_sync
-from kemu.testing.processes import REPO_ROOT, http_get
+from kemu.testing.ports import free_port
+from kemu.testing.processes import REPO_ROOT, child_pids, http_get
 from tests.integration.make_run.make_run_env import (
     BIN_DIR,
     MakeRun,
@@ -125,3 +128,33 @@ def _assert_serves_on_its_base(run: MakeRun) -> None:
     assert status == 200
     assert {n["metadata"]["name"] for n in json.loads(body)["items"]} >= {"node-a", "node-b"}
     assert f"make run: ports moved to {ports.span} (PORT_BASE={ports.base})" in run.log()
+
+
+def _guard(port: int, within: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [str(BIN_DIR / "python"), "-m", "kemu.makerun.guard", "--until-closed"]
+        + [f"{LOOPBACK}:{port}", "--within", within, "--", "sleep", "60"],
+        env=user_env(),
+    )
+
+
+def test_the_etcd_guard_holds_sigterm_until_the_apiserver_port_closes() -> None:
+    """kemu.makerun.guard: SIGTERM is passed to its command only once the address refuses
+    connections (the apiserver gone), or after --within; the guard exits with the command's
+    code (143: sleep ended by SIGTERM)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as apiserver:
+        apiserver.bind((LOOPBACK, 0))
+        apiserver.listen()
+        port = int(apiserver.getsockname()[1])
+        guard = _guard(port, "30s")
+        eventually_sync(lambda: child_pids(guard.pid), timeout=30)  # (its command started)
+        guard.send_signal(signal.SIGTERM)
+        with pytest.raises(subprocess.TimeoutExpired):
+            guard.wait(1.0)  # held while the address listens
+    assert guard.wait(5.0) == 143
+    bounded = _guard(free_port(), "1s")  # (nothing listens: passed at once)
+    eventually_sync(lambda: child_pids(bounded.pid), timeout=30)
+    started = time.monotonic()
+    bounded.send_signal(signal.SIGTERM)
+    assert bounded.wait(5.0) == 143
+    assert time.monotonic() - started < 2.0
