@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from kemu.makerun.__main__ import PORTS_ENV, STATE_DIR, USER_ENV, free_base
-from kemu.makerun.ports import LOOPBACK, TABLE, Ports
+from kemu.makerun.ports import LOOPBACK, TABLE, PortBaseError, Ports
 from kemu.testing import eventually_sync
 from kemu.testing.ports import free_port
 from kemu.testing.processes import REPO_ROOT, child_pids, http_get
@@ -53,6 +53,20 @@ def test_the_defaults_are_upstreams_and_a_base_moves_every_port() -> None:
     assert ports.port("ETCD") == 2379
     moved = Ports(20000)
     assert sorted(p for _, p in moved.items()) == list(range(20000, 20000 + len(TABLE)))
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("20x", "PORT_BASE=20x: not a port number"),
+        ("80", "PORT_BASE=80: must be 1024 to 65523"),
+        ("65530", "PORT_BASE=65530: must be 1024 to 65523"),
+    ],
+)
+def test_a_base_that_cannot_hold_the_table_is_refused(text: str, message: str) -> None:
+    with pytest.raises(PortBaseError, match=re.escape(message)):
+        Ports.parse(text)
+    assert Ports.parse("") == Ports.parse(None) == Ports()
 
 
 def test_two_workers_share_no_port(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -2,11 +2,13 @@
 controller-manager, autoscaler) release their leases on the way out, because etcd outlives the
 apiserver (kemu.makerun.guard) and the apiserver keeps serving for its shutdown delay
 (--shutdown-delay-duration 1s in the Procfile), so the next run schedules a pod at once instead
-of waiting out the old leases (15 s), as a fresh cluster would."""
+of waiting out the old leases (15 s), as a fresh cluster would: each leader of the second run
+holds its lease within a few seconds of its first try (measured from its own log, so that a
+loaded machine's slow starts do not count), and a pod created at once is scheduled."""
 
 from __future__ import annotations
 
-import time
+import re
 from pathlib import Path
 from typing import Any, Final
 
@@ -18,8 +20,9 @@ from tests.integration.make_run.make_run_env import MakeRun, procfile_running
 pytestmark = [pytest.mark.integration, pytest.mark.long]
 
 LEADERS: Final = ("kube-scheduler", "kube-controller-manager", "cluster-autoscaler")
-SCHEDULED_WITHIN: Final = 10.0
-"""Wall seconds from the pod's create to its binding; behind an unreleased lease: over 15."""
+ACQUIRED_WITHIN: Final = 5.0
+"""Wall seconds from a leader's first try to its lease; behind an unreleased lease: about 15."""
+KLOG_TIME: Final = re.compile(r"\| [IWE]\d{4} (\d\d):(\d\d):(\d\d\.\d+)")
 POD: Final = """
 apiVersion: v1
 kind: Pod
@@ -38,6 +41,14 @@ def _led(run: MakeRun) -> dict[str, dict[str, Any]]:
     leases = _leases(run)
     assert all(leases.get(name, {}).get("holderIdentity") for name in LEADERS), leases
     return leases
+
+
+def _logged_at(log: str, text: str) -> float:
+    """The time of day (seconds) of the first line of honcho's log that has `text`."""
+    for line in log.splitlines():
+        if text in line and (m := KLOG_TIME.search(line)):
+            return int(m[1]) * 3600 + int(m[2]) * 60 + float(m[3])
+    raise AssertionError(f"not logged: {text}")
 
 
 def test_ctrl_c_releases_the_leases_and_the_next_make_run_schedules_at_once(
@@ -67,7 +78,6 @@ def test_ctrl_c_releases_the_leases_and_the_next_make_run_schedules_at_once(
         eventually_sync(lambda: second.kemuctl("get", "ns").returncode == 0, timeout=60)
         done = second.kemuctl("apply", "-f", "-", input=POD)
         assert done.returncode == 0, done.stderr
-        created = time.monotonic()
 
         def bound() -> str:
             pod = second.get_json("pod", "after-restart")
@@ -75,6 +85,9 @@ def test_ctrl_c_releases_the_leases_and_the_next_make_run_schedules_at_once(
             assert node, pod.get("status")
             return node
 
-        eventually_sync(bound, timeout=40, interval=0.2)
-        took = time.monotonic() - created
-        assert took < SCHEDULED_WITHIN, f"bound {took:.1f}s after its create:\n{second.log()}"
+        eventually_sync(bound, timeout=60, interval=0.5)
+        log = second.log()
+        for name in LEADERS:
+            tried = _logged_at(log, f"attempting to acquire leader lease kube-system/{name}")
+            held = _logged_at(log, f"successfully acquired lease kube-system/{name}")
+            assert held - tried < ACQUIRED_WITHIN, (name, held - tried)
