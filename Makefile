@@ -36,9 +36,8 @@ test: $(STAMP) check-gen lint
 
 # The CI slices of the long suites (chaos CI profile, skew slice, the make-run demo, the chaos
 # picture in a browser, the larger trace replays, the 3000-pod bursts, upstream's volumes/ file),
-# on LONG_WORKERS pytest-xdist workers, test by test (--dist loadgroup: a make-run module's tests,
-# on one cluster, stay on one worker; each worker's clusters on its own PORT_BASE): they mostly
-# wait on processes and timers.
+# on LONG_WORKERS pytest-xdist workers, test by test (each worker's make-run clusters on its own
+# PORT_BASE; docs/testing.md): they mostly wait on processes and timers.
 LONG_WORKERS ?= 2
 test-long: $(STAMP) chromium
 	$(BIN)/python -m pytest -q -m long -n $(LONG_WORKERS) --dist loadgroup --durations=15 tests

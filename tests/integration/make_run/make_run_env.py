@@ -48,8 +48,9 @@ CLUSTER_ENV: Final = (
 
 
 def make_run_group(name: str) -> pytest.MarkDecorator:
-    """The mark that keeps a make_run module's tests on one worker under make test-long's
-    `--dist loadgroup` (they share the module's cluster); two modules run side by side."""
+    """The mark that would keep a make_run module's tests on one worker under make
+    test-long's `--dist loadgroup` (they share the module's cluster; pytest-xdist 3.8 under
+    pytest 9 ignores it: docs/testing.md); two modules run side by side."""
     return pytest.mark.xdist_group(f"make-run-{name}")
 
 

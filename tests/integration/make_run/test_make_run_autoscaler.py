@@ -28,6 +28,7 @@ pytestmark = [
     pytest.mark.long,
     pytest.mark.anyio,
     make_run_group("autoscaler"),
+    pytest.mark.timeout(420),  # (its waits: a cluster's start, the scale-up, the scale-down)
 ]
 
 EXAMPLE = REPO_ROOT / "examples" / "pending-pods.yaml"
