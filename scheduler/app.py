@@ -61,6 +61,7 @@ from kemu.scheduling.plugins.volumes import STORAGE_KINDS
 from kemu.scheduling.pod_group_state import GroupMembership, MembershipField, PodGroupStates
 from kemu.scheduling.runtime import Framework, FrameworkOptions, observer_from_histogram
 from kemu.scheduling.status import Status
+from kemu.scheduling.pods_in_pre_bind import PodsInPreBindMap
 from kemu.scheduling.waiting_pods import WaitingPodsMap
 from scheduler.cache.cache import Cache, assumed_pod_ttl
 from scheduler.cache.debugger import CacheDumper, cache_sources
@@ -207,6 +208,7 @@ def new_frameworks(
     host = socket.gethostname()
     rng = random.Random(settings.seed)
     waiting_pods = WaitingPodsMap()
+    pods_in_pre_bind = PodsInPreBindMap()
     # DRA: one view of the claims (assumed, in flight), slices and classes for every profile.
     dra_manager = (
         DraManager.of(
@@ -218,7 +220,11 @@ def new_frameworks(
     )
     observe = observer_from_histogram(metrics.framework_extension_point_duration)
     executor = functools.partial(
-        Executor, client=client, pod_lister=informers.pods.lister, metrics=metrics
+        Executor,
+        client=client,
+        pod_lister=informers.pods.lister,
+        metrics=metrics,
+        rules=VersionRules.at(ctx.gates.version),
     )
     try:
         return {
@@ -236,6 +242,7 @@ def new_frameworks(
                     ),
                     informer_factory=informers.factory,
                     waiting_pods=waiting_pods,
+                    pods_in_pre_bind=pods_in_pre_bind,
                     observe=observe,
                     metrics=metrics,
                     rng=rng,

@@ -73,6 +73,7 @@ from kemu.scheduling.interface import (
     PlacementGeneratePlugin,
     PlacementScorePlugin,
     Plugin,
+    PodInPreBind,
     QueuedPodInfo,
     SharedLister,
     set_cycle_pod_info,
@@ -81,7 +82,7 @@ from kemu.scheduling.nominator import PodLister
 from kemu.scheduling.plugins import deferred_pod_scheduling
 from kemu.scheduling.pod_group_state import PodGroupKey, PodGroupStates
 from kemu.scheduling.snapshot import Snapshot
-from kemu.scheduling.status import Code, Status, as_error, unresolvable
+from kemu.scheduling.status import SKIP, Code, Status, as_error, unresolvable
 from kemu.scheduling.types import NodeInfo, PodInfo, PostFilterResult, PreFilterResult
 from scheduler.cache.cache import CacheError
 from scheduler.cache.interface import SchedulerCache
@@ -221,6 +222,10 @@ class FrameworkLike(FilterScoreFramework, Protocol):
     def will_wait_on_permit(self, pod: types_pb2.Pod) -> bool: ...
 
     def reject_waiting_pod(self, uid: str) -> bool: ...
+
+    def add_pod_in_pre_bind(self, uid: str) -> PodInPreBind: ...
+
+    def remove_pod_in_pre_bind(self, uid: str) -> None: ...
 
     async def wait_on_permit(self, pod: types_pb2.Pod) -> Status: ...
 
@@ -765,16 +770,21 @@ class Scheduler:
     ) -> tuple[Status, bool]:
         """The binding cycle's extension points; the status, and whether it is a rejection
         at WaitOnPermit (the only point of the binding cycle that makes a pod
-        unschedulable)."""
+        unschedulable). From 1.36 a pod with PreBind work is registered in PreBind while it
+        runs, so that a preemption can cancel it in memory (kemu.scheduling.pods_in_pre_bind;
+        upstream's bindingCycle tests its pre-flight status outside the KEP-5278 gate)."""
         observer = self.observer
-        if self.gates.enabled(NOMINATED_NODE_NAME_FOR_EXPECTATION):
+        nnn_expectation = self.gates.enabled(NOMINATED_NODE_NAME_FOR_EXPECTATION)
+        in_memory = self.settings.rules.preempt_pre_bind_in_memory
+        preflight: Status = SKIP
+        if nnn_expectation or in_memory:
             preflight = fwk.run_pre_bind_pre_flights(state, assumed, node)
             if not preflight.is_success() and not preflight.is_skip():
                 return preflight, False
-            if preflight.is_success() or fwk.will_wait_on_permit(assumed):
-                # KEP-5278: the expected placement is visible while PreBind works or Permit waits.
-                await self._patch_nominated_node(assumed, node)
-                observer.expected_node(assumed, node)
+        if nnn_expectation and (preflight.is_success() or fwk.will_wait_on_permit(assumed)):
+            # KEP-5278: the expected placement is visible while PreBind works or Permit waits.
+            await self._patch_nominated_node(assumed, node)
+            observer.expected_node(assumed, node)
         since = self.clock.monotonic()
         waited = fwk.will_wait_on_permit(assumed)
         status = await fwk.wait_on_permit(assumed)
@@ -784,9 +794,17 @@ class Scheduler:
             return status, status.is_rejected()
         # Nothing after Permit makes the pod unschedulable, so the in-flight events are no
         # longer needed: Done now, as upstream, frees them while PreBind and Bind run.
-        self.queue.done(assumed.metadata.uid)
+        uid = assumed.metadata.uid
+        self.queue.done(uid)
+        registered = in_memory and preflight.is_success()
+        if registered:
+            fwk.add_pod_in_pre_bind(uid)
         since = self.clock.monotonic()
-        status = await fwk.run_pre_bind_plugins(state, assumed, node)
+        try:
+            status = await fwk.run_pre_bind_plugins(state, assumed, node)
+        finally:
+            if registered:
+                fwk.remove_pod_in_pre_bind(uid)
         observer.phase(assumed, PRE_BIND, status, since)
         if not status.is_success():
             return status, False
