@@ -59,9 +59,9 @@ from kemu.scheduling.interface import SCHEDULER_POD_FIELD_SELECTOR, ObjectLister
 from kemu.scheduling.plugins.registry import Registry
 from kemu.scheduling.plugins.volumes import STORAGE_KINDS
 from kemu.scheduling.pod_group_state import GroupMembership, MembershipField, PodGroupStates
+from kemu.scheduling.pods_in_pre_bind import PodsInPreBindMap
 from kemu.scheduling.runtime import Framework, FrameworkOptions, observer_from_histogram
 from kemu.scheduling.status import Status
-from kemu.scheduling.pods_in_pre_bind import PodsInPreBindMap
 from kemu.scheduling.waiting_pods import WaitingPodsMap
 from scheduler.cache.cache import Cache, assumed_pod_ttl
 from scheduler.cache.debugger import CacheDumper, cache_sources
