@@ -903,7 +903,9 @@ class Scheduler:
     ) -> None:
         """upstream handleSchedulingFailure: metrics, the log line, the pod back to the queue
         as the informer has it now, the nominator told, FailedScheduling and the status
-        PATCH (PodScheduled=False, NNN as `nominating` says)."""
+        PATCH (PodScheduled=False, NNN as `nominating` says). The pod is found by name; from
+        1.34 (version rule `scheduling_failure_checks_uid`) a namesake of another uid is left
+        alone."""
         pod = qpi.pod
         profile = fwk.profile_name()
         rejected = status.is_rejected()
@@ -927,6 +929,22 @@ class Scheduler:
         current = self.pod_lister.get(pod.metadata.name, pod.metadata.namespace)
         if current is None:
             logger.debug("%s is gone, not requeued", object_key(pod))
+            return
+        if (
+            current.metadata.uid != pod.metadata.uid
+            and self.settings.rules.scheduling_failure_checks_uid
+        ):
+            # A namesake (the pod was deleted and re-created): the failure is not its own
+            # (kubernetes#138324). Before, the new pod was requeued with the old one's
+            # rejectors and got its FailedScheduling and PodScheduled=False.
+            logger.log(
+                V(2),
+                "%s was re-created while its scheduling failure was handled (uid %s, now %s): "
+                "not requeued, no status update",
+                object_key(pod),
+                pod.metadata.uid,
+                current.metadata.uid,
+            )
             return
         deferred = self._is_deferred(current)
         if current.spec.node_name and not deferred:
@@ -952,7 +970,8 @@ class Scheduler:
         # The nominator learns the outcome before the PATCH is sent, so that the next cycles
         # already count (or no longer count) the reservation (pkg/scheduler/backend/queue/nominator.go).
         self.queue.add_nominated_pod(qpi.pod_info, nominated)
-        fwk.event_recorder.event(pod, EVENT_WARNING, "FailedScheduling", "Scheduling", message)
+        # On the pod as the informer has it (upstream's refreshed podInfo.Pod).
+        fwk.event_recorder.event(current, EVENT_WARNING, "FailedScheduling", "Scheduling", message)
         await self.update_pod_status(current, reason, message, nominated)
 
     async def update_pod_status(
