@@ -4,7 +4,8 @@ volume_binder.py).
 
 - PreFilter: Skip a pod without claims (the plain path). A claim that does not exist, is
   being deleted, or (from 1.23, kubernetes#105245: version rule
-  `volume_binding_lost_claim_pre_filter`) is Lost, is UnschedulableAndUnresolvable
+  `volume_binding_lost_claim_pre_filter`) is Lost, checked before the deletion as upstream's
+  podHasPVCs, is UnschedulableAndUnresolvable
   ('persistentvolumeclaim "c" bound to non-existent persistentvolume "v"'; before 1.23 Filter
   refuses every node for it instead); an unbound claim whose class binds
   immediately is UnschedulableAndUnresolvable "pod has unbound immediate
@@ -146,13 +147,13 @@ class VolumeBinding(
             claim = self.binder.claims.get(name, ns)
             if claim is None:
                 return None, unresolvable(f'persistentvolumeclaim "{name}" not found')
-            if claim.metadata.HasField("deletion_timestamp"):
-                return None, unresolvable(f'persistentvolumeclaim "{name}" is being deleted')
             if self.lost_claim_at_pre_filter and claim.status.phase == CLAIM_LOST:
                 return None, unresolvable(
                     f'persistentvolumeclaim "{name}" bound to non-existent persistentvolume '
                     f'"{claim.spec.volume_name}"'
                 )
+            if claim.metadata.HasField("deletion_timestamp"):
+                return None, unresolvable(f'persistentvolumeclaim "{name}" is being deleted')
         claims = self.binder.pod_volume_claims(pod, names)
         if claims.unbound_immediate:
             return None, unresolvable(ERR_REASON_UNBOUND_IMMEDIATE)
