@@ -931,6 +931,43 @@ async def test_async_preemption_whose_last_victim_waited_at_permit_ends_the_hold
 
 
 @pytest.mark.anyio
+async def test_async_preemption_whose_last_victim_was_in_pre_bind_ends_the_hold_with_it() -> None:
+    """1.36+: the victim's binding cycle is cancelled, not deleted; the hold ends with the task,
+    before the victim's binding cycle (a task of its own) can send its AssignedPodDelete, so
+    that event finds the preemptor free (kubernetes#140082 cannot happen here)."""
+    async with cluster(async_preemption=True) as c:
+        c.node("n1", cpu="4")
+        assumed = assumed_victim(c, "binding")
+        entry = c.fwk.add_pod_in_pre_bind(assumed.metadata.uid)
+        cancelled = anyio.Event()
+        cancel_pod = entry.cancel_pod
+
+        def cancel_and_tell(message: str) -> bool:
+            done = cancel_pod(message)
+            cancelled.set()
+            return done
+
+        entry.cancel_pod = cancel_and_tell  # type: ignore[method-assign]
+        seen: list[Status] = []
+
+        async def victims_binding_cycle() -> None:
+            # Woken by the cancellation, it runs once the task that cancelled has yielded.
+            await cancelled.wait()
+            seen.append(c.plugin.pre_enqueue(p))
+
+        p = c.add(pod("p", 10, "4"))
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(victims_binding_cycle)
+            await settle()
+            state, statuses = c.cycle(p)
+            await c.plugin.post_filter(state, p, statuses)
+        assert seen == [SUCCESS]
+        await settle()
+        assert c.actions_on("binding") == []
+        assert c.activated == []
+
+
+@pytest.mark.anyio
 async def test_async_preemption_clears_lower_nominations_before_deleting() -> None:
     async with cluster(async_preemption=True) as c:
         c.node("n1", cpu="4")
