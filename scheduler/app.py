@@ -59,6 +59,7 @@ from kemu.scheduling.interface import SCHEDULER_POD_FIELD_SELECTOR, ObjectLister
 from kemu.scheduling.plugins.registry import Registry
 from kemu.scheduling.plugins.volumes import STORAGE_KINDS
 from kemu.scheduling.pod_group_state import GroupMembership, MembershipField, PodGroupStates
+from kemu.scheduling.pods_in_pre_bind import PodsInPreBindMap
 from kemu.scheduling.runtime import Framework, FrameworkOptions, observer_from_histogram
 from kemu.scheduling.status import Status
 from kemu.scheduling.waiting_pods import WaitingPodsMap
@@ -206,6 +207,7 @@ def new_frameworks(
     preemption's and the host selection's tie-breaks)."""
     rng = random.Random(settings.seed)
     waiting_pods = WaitingPodsMap()
+    pods_in_pre_bind = PodsInPreBindMap()
     # DRA: one view of the claims (assumed, in flight), slices and classes for every profile.
     dra_manager = (
         DraManager.of(
@@ -217,7 +219,11 @@ def new_frameworks(
     )
     observe = observer_from_histogram(metrics.framework_extension_point_duration)
     executor = functools.partial(
-        Executor, client=client, pod_lister=informers.pods.lister, metrics=metrics
+        Executor,
+        client=client,
+        pod_lister=informers.pods.lister,
+        metrics=metrics,
+        rules=VersionRules.at(ctx.gates.version),
     )
     try:
         return {
@@ -233,6 +239,7 @@ def new_frameworks(
                     event_recorder=recorder.for_component(profile.scheduler_name),
                     informer_factory=informers.factory,
                     waiting_pods=waiting_pods,
+                    pods_in_pre_bind=pods_in_pre_bind,
                     observe=observe,
                     metrics=metrics,
                     rng=rng,
