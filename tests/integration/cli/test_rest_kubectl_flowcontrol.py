@@ -193,3 +193,32 @@ spec:
         'This FlowSchema references the PriorityLevelConfiguration object named "nowhere" '
         "but there is no such object"
     )
+
+
+async def test_apf_validation_1_field_names(kubectl: Kubectl) -> None:
+    """A 422 names upstream's fields (pkg/apis/flowcontrol/validation)."""
+    proc = kubectl.run(
+        "apply", "-f", "-",
+        stdin="""apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: PriorityLevelConfiguration
+metadata: {name: bad}
+spec:
+  type: Limited
+  limited:
+    lendablePercent: 120
+    limitResponse: {type: Queue, queuing: {queues: 4, handSize: 5}}
+""",
+        check=False,
+    )  # fmt: skip
+    assert proc.returncode != 0
+    assert "spec.limited.lendablePercent" in proc.stderr, proc.stderr
+    assert "spec.limited.limitResponse.queuing.handSize" in proc.stderr, proc.stderr
+    proc = kubectl.run(
+        "patch", "flowschema", "probes", "--type", "merge",
+        "-p", '{"spec":{"matchingPrecedence":10001,"distinguisherMethod":{"type":"ByGroup"}}}',
+        check=False,
+    )  # fmt: skip
+    assert proc.returncode != 0
+    assert (
+        "spec.matchingPrecedence" in proc.stderr and "spec.distinguisherMethod.type" in proc.stderr
+    )
