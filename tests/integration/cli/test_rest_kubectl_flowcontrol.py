@@ -17,6 +17,7 @@ import pytest
 from kemu.client.client import Client
 from kemu.machinery.virtual_time import ClockMode
 from kemu.testing.cluster import Cluster
+from kemu.testing.processes import python_env, run_python_module
 from tests.integration.cli.kubectl_env import KUBECTL, Kubectl
 
 pytestmark = [
@@ -222,3 +223,16 @@ spec:
     assert (
         "spec.matchingPrecedence" in proc.stderr and "spec.distinguisherMethod.type" in proc.stderr
     )
+
+
+async def test_apf_bootstrap_3_kemuctl_through_the_grpc_edge(cluster: Cluster) -> None:
+    """kemuctl (gRPC) lists the bootstrap objects with the same columns."""
+    env = python_env({"KEMU_SERVER": cluster.server})
+    done = run_python_module("kemu.ctl", ("get", "prioritylevelconfigurations"), env=env)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].split()[:3] == ["NAME", "TYPE", "NOMINALCONCURRENCYSHARES"]
+    assert {line.split()[0] for line in lines[1:]} >= PRIORITY_LEVELS.keys() - {"workload-low"}
+    done = run_python_module("kemu.ctl", ("get", "flowschema", "probes"), env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1].split()[:4] == ["probes", "exempt", "2", "<none>"]
