@@ -79,7 +79,7 @@ def kubectl(cluster: Cluster) -> Kubectl:
     return Kubectl(cluster)
 
 
-def rows(kubectl: Kubectl, resource: str) -> tuple[list[str], dict[str, list[str]]]:
+def rows_of(kubectl: Kubectl, resource: str) -> tuple[list[str], dict[str, list[str]]]:
     lines = kubectl.run("get", resource).stdout.splitlines()
     return lines[0].split(), {line.split()[0]: line.split() for line in lines[1:]}
 
@@ -87,7 +87,7 @@ def rows(kubectl: Kubectl, resource: str) -> tuple[list[str], dict[str, list[str
 async def test_apf_bootstrap_1_flow_schemas_listed(kubectl: Kubectl) -> None:
     """A fresh cluster lists upstream's bootstrap FlowSchemas with upstream's columns; none
     is dangling."""
-    header, got = rows(kubectl, "flowschemas")
+    header, got = rows_of(kubectl, "flowschemas")
     assert header == [
         "NAME", "PRIORITYLEVEL", "MATCHINGPRECEDENCE", "DISTINGUISHERMETHOD", "AGE", "MISSINGPL"
     ]  # fmt: skip
@@ -106,7 +106,7 @@ async def test_apf_bootstrap_1_flow_schemas_listed(kubectl: Kubectl) -> None:
 
 
 async def test_apf_bootstrap_2_priority_levels_listed(kubectl: Kubectl) -> None:
-    header, got = rows(kubectl, "prioritylevelconfigurations")
+    header, got = rows_of(kubectl, "prioritylevelconfigurations")
     assert header == [
         "NAME", "TYPE", "NOMINALCONCURRENCYSHARES", "QUEUES", "HANDSIZE", "QUEUELENGTHLIMIT",
         "AGE",
@@ -186,7 +186,7 @@ spec:
     fs = kubectl.json("get", "flowschema", "orphan")
     assert fs["spec"]["matchingPrecedence"] == 1000  # defaulted
     await client.advance_clock(ENSURE_PERIOD + 1)
-    _, got = rows(kubectl, "flowschemas")
+    _, got = rows_of(kubectl, "flowschemas")
     assert got["orphan"][1:4] == ["nowhere", "1000", "<none>"] and got["orphan"][5] == "True"
     (cond,) = kubectl.json("get", "flowschema", "orphan")["status"]["conditions"]
     assert (cond["status"], cond["reason"]) == ("True", "NotFound")
@@ -236,3 +236,27 @@ async def test_apf_bootstrap_3_kemuctl_through_the_grpc_edge(cluster: Cluster) -
     done = run_python_module("kemu.ctl", ("get", "flowschema", "probes"), env=env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[1].split()[:4] == ["probes", "exempt", "2", "<none>"]
+
+
+@pytest.fixture(scope="module")
+def kubectl_1_28(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubectl]:
+    with Cluster(tmp_path_factory.mktemp("flowcontrol-1.28")) as c:
+        c.start_etcd(unsafe_no_fsync=True)
+        c.start_apiserver(rest=True, emulated_version="1.28")
+        c.write_kubeconfig()
+        yield Kubectl(c)
+
+
+async def test_apf_versions_1_v1beta3_before_1_29(kubectl_1_28: Kubectl) -> None:
+    """At 1.28 the kinds are served as v1beta3 only, on by default (upstream's
+    legacyBetaEnabledByDefaultResources), with the same bootstrap objects."""
+    out = kubectl_1_28.run("api-resources", "--api-group", "flowcontrol.apiserver.k8s.io").stdout
+    rows = {line.split()[0]: line.split() for line in out.splitlines()[1:]}
+    assert rows["flowschemas"][-3:] == [
+        "flowcontrol.apiserver.k8s.io/v1beta3", "false", "FlowSchema"
+    ]  # fmt: skip
+    fs = kubectl_1_28.json("get", "flowschema", "catch-all")
+    assert fs["apiVersion"] == "flowcontrol.apiserver.k8s.io/v1beta3"
+    assert fs["spec"]["matchingPrecedence"] == 10000
+    _, got = rows_of(kubectl_1_28, "prioritylevelconfigurations")
+    assert got.keys() == PRIORITY_LEVELS.keys()
