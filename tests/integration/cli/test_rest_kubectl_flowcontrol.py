@@ -120,30 +120,32 @@ async def test_apf_bootstrap_2_priority_levels_listed(kubectl: Kubectl) -> None:
 
 
 async def test_apf_ensure_1_mandatory_restored(kubectl: Kubectl, client: Client) -> None:
-    """A deleted mandatory FlowSchema comes back, a changed mandatory level gets its spec back,
-    at the ensurer's next pass; a suggested one changed by a user (generation 2) with
-    autoupdate-spec "true" is restored too."""
-    kubectl.run("delete", "flowschema", "catch-all")
-    kubectl.run(
+    """A mandatory object's spec cannot change (422: upstream's fixed value); a deleted one
+    comes back at the ensurer's next pass; a suggested one changed by a user (generation 2)
+    with autoupdate-spec "true" is restored too."""
+    proc = kubectl.run(
         "patch", "prioritylevelconfiguration", "catch-all", "--type", "merge",
         "-p", '{"spec":{"limited":{"nominalConcurrencyShares":7}}}',
+        check=False,
     )  # fmt: skip
+    assert proc.returncode != 0
+    assert "spec of 'catch-all' must equal the fixed value" in proc.stderr, proc.stderr
+    kubectl.run("delete", "flowschema", "catch-all")
+    kubectl.run("delete", "prioritylevelconfiguration", "catch-all")
     kubectl.run(
         "patch", "flowschema", "service-accounts", "--type", "merge",
         "-p", '{"spec":{"matchingPrecedence":9001}}',
     )  # fmt: skip
-    assert (
-        kubectl.json("get", "flowschema", "service-accounts")["spec"]["matchingPrecedence"] == 9001
-    )
+    fs = kubectl.json("get", "flowschema", "service-accounts")
+    assert fs["spec"]["matchingPrecedence"] == 9001
     assert kubectl.run("get", "flowschema", "catch-all", check=False).returncode != 0
     await client.advance_clock(ENSURE_PERIOD + 1)
     fs = kubectl.json("get", "flowschema", "catch-all")
     assert fs["spec"]["matchingPrecedence"] == 10000
     pl = kubectl.json("get", "prioritylevelconfiguration", "catch-all")
     assert pl["spec"]["limited"]["nominalConcurrencyShares"] == 5
-    assert (
-        kubectl.json("get", "flowschema", "service-accounts")["spec"]["matchingPrecedence"] == 9000
-    )
+    fs = kubectl.json("get", "flowschema", "service-accounts")
+    assert fs["spec"]["matchingPrecedence"] == 9000
 
 
 async def test_apf_ensure_2_suggested_autoupdate_false_left_alone(
