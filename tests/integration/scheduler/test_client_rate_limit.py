@@ -73,7 +73,7 @@ async def _bind_twenty(root: Path, config: str | None) -> tuple[RunRecorder, str
                     await client.create(make_pod(f"p{i:02}").namespace("default").obj())
                 await client.advance_clock(30)
             metrics = await anyio.to_thread.run_sync(scheduler.scrape)
-            last = max(run.summary().items(), key=lambda item: item[1]["bound_at_ms"] or 0)[0]
+            last = max(run.pods.items(), key=lambda item: item[1].bound_at_ms or 0)[0]
             record = await anyio.to_thread.run_sync(scheduler.debug, "decisions", {"pod": last})
             return run, metrics, record
 
@@ -82,7 +82,7 @@ async def test_a_scheduler_at_2_qps_binds_twenty_pods_over_9_virtual_seconds(
     tmp_path: Path,
 ) -> None:
     run, metrics, record = await _bind_twenty(tmp_path, THROTTLED)
-    bound = sorted(p["bound_at_ms"] for p in run.summary().values() if p["bound_at_ms"] is not None)
+    bound = sorted(p.bound_at_ms for p in run.pods.values() if p.bound_at_ms is not None)
     assert len(bound) == PODS
     # two at once (the burst), then one every 1/qps = 0.5 s: the last 9 s after the first
     assert 8_900 <= bound[-1] - bound[0] <= 9_500, bound
@@ -97,7 +97,7 @@ async def test_a_scheduler_at_2_qps_binds_twenty_pods_over_9_virtual_seconds(
 
 async def test_the_schedulers_default_does_not_throttle_twenty_binds(tmp_path: Path) -> None:
     run, metrics, record = await _bind_twenty(tmp_path, None)
-    bound = sorted(p["bound_at_ms"] for p in run.summary().values() if p["bound_at_ms"] is not None)
+    bound = sorted(p.bound_at_ms for p in run.pods.values() if p.bound_at_ms is not None)
     assert len(bound) == PODS
     assert bound[-1] - bound[0] < 1_000, bound
     count, total = _binds(metrics)
