@@ -3,15 +3,19 @@ the kubelet's by version, and a clear error naming the flag for a bad value."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from autoscaler import options as autoscaler_options
 from controllermanager import options as cm_options
 from kemu.component.client_connection import ClientConnection
+from kemu.component.featuregate import FeatureGates
 from kemu.component.options import ComponentOptions
 from kemu.component.version import Version
 from kemu.component.version_rules import VersionRules
 from kubelet import options as kubelet_options
+from scheduler import options as scheduler_options
 
 
 def test_kube_controller_manager_defaults_to_20_and_30() -> None:
@@ -71,3 +75,22 @@ def test_the_cluster_autoscaler_has_kube_client_flags_at_client_gos_defaults(
         args = parser.parse_args([*base, "--kube-client-burst", "-3"])
         autoscaler_options.settings_from_args(parser, args, options)
     assert "--kube-client-burst: Invalid value: -3" in capsys.readouterr().err
+
+
+def test_the_schedulers_deprecated_flags_apply_without_a_config_file(tmp_path: Path) -> None:
+    parser = scheduler_options.build_parser()
+    gates = FeatureGates.default()
+    plain = scheduler_options.settings_from_flags(parser, parser.parse_args([]), None, gates)
+    assert plain.config.client_connection == ClientConnection(50.0, 100)
+    args = parser.parse_args(["--kube-api-qps", "10", "--kube-api-burst", "20"])
+    flags = scheduler_options.settings_from_flags(parser, args, None, gates)
+    assert flags.config.client_connection == ClientConnection(10.0, 20)
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\n"
+        "kind: KubeSchedulerConfiguration\n"
+        "clientConnection: {qps: 3, burst: 4}\n"
+    )
+    args = parser.parse_args(["--config", str(config), "--kube-api-qps", "10"])
+    filed = scheduler_options.settings_from_flags(parser, args, None, gates)
+    assert filed.config.client_connection == ClientConnection(3.0, 4)
