@@ -32,7 +32,7 @@ from __future__ import annotations
 import contextvars
 import logging
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Final
@@ -168,6 +168,8 @@ class Throttle:
         self._clock = clock
         self._host = host
         self._histogram = histogram
+        self._observers: dict[str, Callable[[float], None]] = {}
+        """Each verb's histogram child (labels() costs a lookup each time)."""
         self._last_logged = -math.inf
 
     async def wait(self, verb: str, request: str, retry_info: str = "") -> None:
@@ -176,7 +178,10 @@ class Throttle:
         await self.limiter.wait()
         latency = self._clock.monotonic() - start
         if self._histogram is not None:
-            self._histogram.labels(verb, self._host).observe(latency)
+            observe = self._observers.get(verb)
+            if observe is None:
+                observe = self._observers[verb] = self._histogram.labels(verb, self._host).observe
+            observe(latency)
         if latency <= 0:
             return
         if (waits := _current_waits.get()) is not None:
