@@ -273,6 +273,9 @@ class Client:
         """Calls made tagged with `clock_identity` (attempts: a retry is another), each with
         its number (CLOCK_CALL_KEY): the apiserver counts those it received, for the
         event-driven clock."""
+        self.waiting_for_tokens = 0
+        """Calls waiting for a token of their client-side rate limiter (this client's and its
+        siblings'): not in flight, each a timer of the clock (kemu.client.clock)."""
         self.requests_abandoned = 0
         """Of `requests_sent`, those given up on before the apiserver answered (cancelled by
         their caller, or ended by the transport): it may never have received them."""
@@ -440,7 +443,14 @@ class Client:
 
     async def _wait_for_token(self, name: str, request: Message, retry_info: str = "") -> None:
         assert self.throttle is not None
-        await self.throttle.wait(_VERBS.get(name, "GET"), _request_text(name, request), retry_info)
+        root = self._base or self
+        root.waiting_for_tokens += 1
+        try:
+            await self.throttle.wait(
+                _VERBS.get(name, "GET"), _request_text(name, request), retry_info
+            )
+        finally:
+            root.waiting_for_tokens -= 1
 
     async def _retrying(
         self,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio.to_thread
 import pytest
 
 from kemu.client.client import Client
@@ -37,6 +38,8 @@ CLOUD = """nodeGroups:
     kubeletArgs: ["--pod-startup-delay", "0s"]
 """
 SEED = "7"
+START = 10.0
+"""Virtual seconds the processes have to start (their rate-limited first lists)."""
 
 
 async def _run(root: Path, *, high_after: float) -> RunRecorder:
@@ -47,13 +50,25 @@ async def _run(root: Path, *, high_after: float) -> RunRecorder:
         c.start_apiserver(extra_args=["--clock-start", "2030-01-01T00:00:00Z"])
         async with Client(c.server) as client:
             await client.set_clock_rate(0)  # every process starts at one virtual instant
-            c.start_scheduler(extra_args=["--seed", SEED])
-            c.start_controllermanager()
-            c.start_cloud(CLOUD)
-            c.start_autoscaler(
-                c.component("cloud"), scan_interval="10s", extra_args=["--seed", SEED]
+            started = [
+                c.start_scheduler(extra_args=["--seed", SEED], wait=False),
+                c.start_controllermanager(wait=False),
+                c.start_cloud(CLOUD),
+            ]
+            started.append(
+                c.start_autoscaler(
+                    c.component("cloud"),
+                    scan_interval="10s",
+                    extra_args=["--seed", SEED],
+                    wait=False,
+                )
             )
-            await client.advance_clock(0)  # every process up, and done with the start
+            # Their informers' first lists wait for their clients' rate limiters (the
+            # controller-manager's and the autoscaler's go past their bursts): a few
+            # virtual seconds, and every process is up and done with the start.
+            await client.advance_clock(START)
+            for component in started:
+                await anyio.to_thread.run_sync(component.wait_ready)
             async with RunRecorder.watching(client) as run:
                 await client.create(PriorityClassBuilder("low", 10).obj())
                 await client.create(PriorityClassBuilder("high", 1000).obj())
