@@ -24,6 +24,7 @@ from kemu.client.client import Client
 from kemu.machinery.virtual_time import ClockMode
 from kemu.testing.builders import PriorityClassBuilder, make_pod
 from kemu.testing.cluster import Cluster
+from kemu.testing.cluster_time import START_SECONDS
 from kemu.testing.digest import RunRecorder
 from kemu.testing.scenarios import SHUTDOWN_ANNOTATION
 
@@ -38,8 +39,6 @@ CLOUD = """nodeGroups:
     kubeletArgs: ["--pod-startup-delay", "0s"]
 """
 SEED = "7"
-START = 10.0
-"""Virtual seconds the processes have to start (their rate-limited first lists)."""
 
 
 async def _run(root: Path, *, high_after: float) -> RunRecorder:
@@ -66,7 +65,7 @@ async def _run(root: Path, *, high_after: float) -> RunRecorder:
             # Their informers' first lists wait for their clients' rate limiters (the
             # controller-manager's and the autoscaler's go past their bursts): a few
             # virtual seconds, and every process is up and done with the start.
-            await client.advance_clock(START)
+            await client.advance_clock(START_SECONDS)
             for component in started:
                 await anyio.to_thread.run_sync(component.wait_ready)
             async with RunRecorder.watching(client) as run:
