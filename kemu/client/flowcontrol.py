@@ -22,8 +22,8 @@ What it shows (upstream's): the histogram `rest_client_rate_limiter_duration_sec
 host}` (k8s.io/component-base/metrics/prometheus/restclient), observed for every wait of a
 limited client, and the line "Waited for 1.2s due to client-side throttling, not priority and
 fairness, request: ..." when a wait is over 1 s (extraLongThrottleLatency), at most once every
-10 s (the throttled logger's level-0 setting); over 50 ms at debug level (klog V(3)). And
-kemu's own: the seconds a task's calls waited, gathered by `measure_waits()` (the scheduler's
+10 s for all of a component's clients (the throttled logger's level-0 setting); over 50 ms at
+debug level (klog V(3)). And kemu's own: the seconds a task's calls waited, gathered by `measure_waits()` (the scheduler's
 binding cycle, for `kemuctl why`).
 """
 
@@ -152,6 +152,14 @@ def measure_waits() -> Iterator[ThrottleWaits]:
         _current_waits.reset(token)
 
 
+@dataclass(slots=True)
+class ThrottledLog:
+    """When the info line was last logged: one for a component's clients, as client-go's
+    globalThrottledLogger is one for the process."""
+
+    last: float = -math.inf
+
+
 class Throttle:
     """One client's limiter with what a wait shows (tryThrottleWithInfo): the histogram (when
     the component has a registry), the log lines, the task's ThrottleWaits."""
@@ -163,6 +171,7 @@ class Throttle:
         *,
         host: str,
         histogram: Histogram | None = None,
+        log: ThrottledLog | None = None,
     ) -> None:
         self.limiter = limiter
         self._clock = clock
@@ -170,7 +179,7 @@ class Throttle:
         self._histogram = histogram
         self._observers: dict[str, Callable[[float], None]] = {}
         """Each verb's histogram child (labels() costs a lookup each time)."""
-        self._last_logged = -math.inf
+        self._log = log if log is not None else ThrottledLog()
 
     async def wait(self, verb: str, request: str, retry_info: str = "") -> None:
         """Waits for `verb` `request`'s token; `retry_info` says why for a retry."""
@@ -191,8 +200,8 @@ class Throttle:
             message = "Waited for %s%s request: %s:%s"
             args = (format_duration(latency), reason, verb, request)
             now = self._clock.monotonic()
-            if latency > EXTRA_LONG_THROTTLE_LATENCY and now - self._last_logged >= LOG_INTERVAL:
-                self._last_logged = now
+            if latency > EXTRA_LONG_THROTTLE_LATENCY and now - self._log.last >= LOG_INTERVAL:
+                self._log.last = now
                 logger.info(message, *args)
             else:
                 logger.debug(message, *args)
@@ -215,6 +224,7 @@ class ClientLimits:
         self.connection = connection
         self._clock = clock
         self._host = host
+        self._log = ThrottledLog()
         self._histogram: Histogram | None = None
         if registry is not None and connection.limits() is not None:
             self._histogram = Histogram(
@@ -236,4 +246,5 @@ class ClientLimits:
             self._clock,
             host=self._host,
             histogram=self._histogram,
+            log=self._log,
         )

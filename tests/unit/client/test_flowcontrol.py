@@ -142,3 +142,21 @@ async def test_a_long_wait_logs_upstreams_line_once_and_the_metric_shows_it(
         "Waited for 2s due to client-side throttling, not priority and fairness, request: POST:Bind"
     ]
     assert _histogram(registry, "POST", "h:1") == (3.0, 6.0)
+
+
+async def test_a_components_clients_share_the_throttled_log_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = FakeClock(monotonic=0.0)
+    limits = ClientLimits(ClientConnection(0.5, 1), clock, host="h:1", registry=None)
+    first, second = limits.new(), limits.new()
+    assert first is not None and second is not None
+    caplog.set_level(logging.INFO, logger="kemu.client.flowcontrol")
+    async with anyio.create_task_group() as tg:
+        for throttle in (first, first, second, second):
+            tg.start_soon(throttle.wait, "GET", "List pods")
+        await anyio.wait_all_tasks_blocked()
+        clock.advance(2.0)
+        await anyio.wait_all_tasks_blocked()
+    lines = [r for r in caplog.records if r.levelno == logging.INFO]
+    assert len(lines) == 1  # two 2 s waits, one line: once every 10 s for the component
