@@ -20,12 +20,13 @@ $(STAMP): pyproject.toml
 # CLOCK=virtual: the cluster on kemu's virtual clock (`kemuctl clock rate N` sets its speed),
 # the autoscaler at upstream's default timers (10m unneeded time and delay after add: `kemuctl
 # clock rate max` gets through them); in real time the Procfile's 30 s, so that the demo shows.
+# PORT_BASE=N (or KEMU_PORT_BASE in the environment): every port moved to N + its index in
+# kemu/makerun/ports.py's table; `source .kemu/env` then points kemuctl and kubectl at it.
+# kemu.makerun checks the ports, writes .kemu/ and becomes honcho (docs/cluster.md).
 CLOCK ?= real
-AUTOSCALER_TIMERS_virtual = KEMU_AUTOSCALER_TIMERS=""
+PORT_BASE ?=
 run: $(STAMP)
-	mkdir -p .kemu
-	$(BIN)/python -m kemu.machinery.kubeconfig .kemu/kubeconfig http://127.0.0.1:6445
-	PATH="$(CURDIR)/$(BIN):$$PATH" KEMU_CLOCK_FLAGS="--clock $(CLOCK)" $(AUTOSCALER_TIMERS_$(CLOCK)) $(BIN)/honcho start
+	$(BIN)/python -m kemu.makerun --clock $(CLOCK) $(if $(PORT_BASE),--port-base $(PORT_BASE))
 
 # The default suite mostly waits on processes: TEST_WORKERS pytest-xdist workers (a module's
 # cluster fixture stays on one worker: --dist loadfile), and the slowest tests listed at the end.
@@ -34,9 +35,12 @@ test: $(STAMP) check-gen lint
 	$(BIN)/python -m pytest -q -m "not long" -n $(TEST_WORKERS) --dist loadfile --durations=15 tests
 
 # The CI slices of the long suites (chaos CI profile, skew slice, the make-run demo, the chaos
-# picture in a browser, the larger trace replays, the 3000-pod bursts, upstream's volumes/ file).
+# picture in a browser, the larger trace replays, the 3000-pod bursts, upstream's volumes/ file),
+# on LONG_WORKERS pytest-xdist workers, test by test (each worker's make-run clusters on its own
+# PORT_BASE; docs/testing.md): they mostly wait on processes and timers.
+LONG_WORKERS ?= 2
 test-long: $(STAMP) chromium
-	$(BIN)/python -m pytest -q -m long --durations=15 tests
+	$(BIN)/python -m pytest -q -m long -n $(LONG_WORKERS) --dist loadgroup --durations=15 tests
 
 # Debian's Chromium for the browser test of test-long (tests/integration/drivers/test_timeline_browser.py),
 # installed when missing, as root and quietly; where it cannot be, that test skips saying why.

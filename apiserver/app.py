@@ -48,6 +48,7 @@ from apiserver.settings import ApiserverSettings
 from apiserver.storage.etcd import EtcdStore
 from apiserver.storage.watch_cache import WatchCache
 from kemu.api.v1 import api_pb2, types_pb2
+from kemu.component import listen
 from kemu.component.runner import ComponentContext, cleanup_scope, retry_until_ready, run_component
 from kemu.component.version import BINARY_VERSION
 from kemu.component.virtual_clock import VirtualClock
@@ -84,6 +85,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 async def run(settings: ApiserverSettings, ctx: ComponentContext) -> None:
+    serving = settings.serving
+    # (upstream binds its listeners before it talks to etcd: a taken port ends it at once)
+    for port in (serving.port, serving.rest_port):
+        listen.check_free(serving.bind_address, port)
     store = EtcdStore(settings.etcd.servers)
     try:
         await retry_until_ready(
@@ -182,10 +187,7 @@ class _Apiserver:
             ]
         )
         server.add_generic_rpc_handlers((api.handler(inflight), clock_service.handler(inflight)))
-        try:
-            server.add_insecure_port(identity)
-        except RuntimeError as e:
-            raise SystemExit(f"cannot listen on {identity}: {e}") from None
+        listen.add_grpc_port(server, settings.serving.bind_address, settings.serving.port)
         return cls(store, caches, registry, api, server, inflight, cluster_clock)
 
     def ready(self) -> bool:
@@ -226,13 +228,7 @@ async def _serve(apiserver: _Apiserver, settings: ApiserverSettings, ctx: Compon
         )
         await _bootstrap(apiserver.registry, ctx)
         await _bootstrap_kubernetes_service(apiserver.registry, settings, ctx)
-        await apiserver.grpc_server.start()
-        logger.info(
-            "serving the kemu API on %s (emulated version %s)",
-            settings.serving.address,
-            ctx.options.version,
-        )
-        if settings.serving.rest_port:
+        if settings.serving.rest_port:  # (first: a failed bind leaves no gRPC server running)
             rest = RestApi(
                 apiserver.registry,
                 apiserver.api,
@@ -243,6 +239,12 @@ async def _serve(apiserver: _Apiserver, settings: ApiserverSettings, ctx: Compon
             await tg.start(
                 serve_rest, rest, settings.serving.bind_address, settings.serving.rest_port
             )
+        await apiserver.grpc_server.start()
+        logger.info(
+            "serving the kemu API on %s (emulated version %s)",
+            settings.serving.address,
+            ctx.options.version,
+        )
         listening.set()
         if settings.etcd.compaction_interval > 0:
             tg.start_soon(
@@ -250,9 +252,16 @@ async def _serve(apiserver: _Apiserver, settings: ApiserverSettings, ctx: Compon
             )
         tg.start_soon(apiserver.check_etcd)
         await ctx.stopping.wait()
-        # Upstream's defaults: no shutdown delay, watch termination grace period 0. The
-        # watches end now (a client that re-watches is refused); unary calls in flight get
-        # the grace period; the etcd client is closed after (run).
+        if settings.shutdown_delay > 0:
+            # Upstream's --shutdown-delay-duration (genericapiserver's ShutdownDelayDuration:
+            # /readyz fails from the signal, everything else serves as before): the clients
+            # stopping at the same moment (make run's leaders releasing their leases) are
+            # still answered.
+            logger.info("shutdown delay: serving %gs more (/readyz fails)", settings.shutdown_delay)
+            await anyio.sleep(settings.shutdown_delay)
+        # Upstream's default watch termination grace period 0: the watches end now (a client
+        # that re-watches is refused); unary calls in flight get the grace period; the etcd
+        # client is closed after (run).
         logger.info(
             "draining: no new calls, watches ended, %gs for running calls",
             ctx.options.shutdown_grace_period,

@@ -21,7 +21,12 @@ from apiserver.settings import (
     InflightSettings,
     ServingSettings,
 )
-from kemu.component.options import ComponentOptions, new_parser, parse_component_args
+from kemu.component.options import (
+    ComponentOptions,
+    duration_flag,
+    new_parser,
+    parse_component_args,
+)
 from kemu.machinery.convert import parse_time
 from kemu.machinery.errors import Invalid
 from kemu.machinery.kinds import resource_config
@@ -100,6 +105,17 @@ def build_parser() -> argparse.ArgumentParser:
         "1.37's Workload and PodGroup, with GenericWorkload on)",
     )
     parser.add_argument(
+        "--shutdown-delay-duration",
+        type=duration_flag,
+        default=0.0,
+        metavar="DURATION",
+        help="Time to delay the termination. During that time the server keeps serving "
+        "requests normally. The endpoints /healthz and /livez will return success, but /readyz "
+        "immediately returns failure. Graceful termination starts after this delay has "
+        "elapsed (upstream's flag; default 0s; make run's Procfile: 1s, so that the leaders "
+        "stopping beside it release their leases). It counts against --shutdown-grace-period.",
+    )
+    parser.add_argument(
         "--clock-start",
         default="",
         metavar="RFC3339",
@@ -135,6 +151,11 @@ def _settings(
     ):
         if getattr(args, flag) < 0:
             parser.error(f"--{flag.replace('_', '-')}: {getattr(args, flag)} must be >= 0")
+    if args.shutdown_delay_duration >= options.shutdown_grace_period:
+        parser.error(
+            f"--shutdown-delay-duration: {args.shutdown_delay_duration:g}s must be shorter than "
+            f"--shutdown-grace-period ({options.shutdown_grace_period:g}s)"
+        )
     clock_start = None
     if args.clock_start:
         if options.clock is not ClockMode.VIRTUAL:
@@ -160,6 +181,7 @@ def _settings(
             unreachable=args.default_unreachable_toleration_seconds,
         ),
         watch_bookmark_frequency=args.watch_bookmark_frequency,
+        shutdown_delay=args.shutdown_delay_duration,
         clock_start=clock_start,
         runtime_config=runtime,
     )

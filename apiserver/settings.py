@@ -58,6 +58,9 @@ class ApiserverSettings:
     toleration_seconds: DefaultTolerationSeconds
     watch_bookmark_frequency: float
     """Seconds between the bookmarks of an idle watch that allows them."""
+    shutdown_delay: float
+    """--shutdown-delay-duration: seconds between SIGTERM and the drain, serving as before
+    with /readyz failing (wall time: it is for clients on their way out)."""
     clock_start: float | None
     """With --clock virtual: the virtual time a fresh cluster's clock starts at (seconds since
     the epoch); None: the apiserver's start."""

@@ -18,7 +18,6 @@ import dataclasses
 import functools
 import logging
 import random
-import socket
 from collections.abc import Sequence
 
 import anyio
@@ -159,7 +158,9 @@ class Autoscaler:
         self.informers: _Informers | None = None
         """Set once the informers have synced."""
         self.metrics = Metrics(ctx.registry)
-        self.recorder = EventRecorder(client, COMPONENT, host=socket.gethostname(), clock=ctx.clock)
+        # (upstream's EventSource{Component: "cluster-autoscaler"}: no host,
+        # cluster-autoscaler/utils/kubernetes/factory.go CreateEventRecorder)
+        self.recorder = EventRecorder(client, COMPONENT, clock=ctx.clock)
 
     def ready(self) -> bool:
         if self.elected.is_standby():

@@ -40,7 +40,7 @@ import anyio
 
 from bench.common import Clock, rate, run_concurrent
 from kemu.api.v1 import types_pb2
-from kemu.client.events import EventRecorder
+from kemu.client.events import EventApi, EventRecorder
 from kemu.client.interface import ApiClient
 from kemu.client.pod_status import condition_change, patch_pod_status
 from kemu.machinery.errors import ApiError
@@ -366,5 +366,5 @@ def scheduler_recorder(
     recorder of its profile `scheduler_name` (reporting instance <scheduler_name>-<host>); the
     caller runs the first's writer (`run`)."""
     host = socket.gethostname()
-    recorder = EventRecorder(client, SCHEDULER_COMPONENT, host=host)
-    return recorder, recorder.for_component(scheduler_name, f"{scheduler_name}-{host}")
+    recorder = EventRecorder(client, SCHEDULER_COMPONENT, api=EventApi.EVENTS_V1, host=host)
+    return recorder, recorder.for_component(scheduler_name)

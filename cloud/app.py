@@ -45,6 +45,7 @@ from kemu.client.clock import PeerCalls, follow_cluster_clock
 from kemu.client.informer import InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.client.leaderelection import new_identity
+from kemu.component import listen
 from kemu.component.options import parse_component_args
 from kemu.component.runner import ComponentContext, cleanup_scope, run_component
 from kemu.component.virtual_clock import VirtualClock
@@ -145,11 +146,7 @@ async def serve(client: ApiClient, settings: CloudSettings, ctx: ComponentContex
     ctx.add_readiness_check("cloud", ready)
     peers = PeerCalls()
     server = _grpc_server(cloud, peers)
-    address = f"{settings.bind_address}:{settings.port}"
-    try:
-        port = server.add_insecure_port(address)
-    except RuntimeError as e:
-        raise SystemExit(f"cannot listen on {address}: {e}") from None
+    port = listen.add_grpc_port(server, settings.bind_address, settings.port)
     reconciling = anyio.CancelScope()
 
     async def reconcile() -> None:

@@ -57,7 +57,7 @@ from controllermanager.options import COMPONENT, build_parser, settings_from_arg
 from controllermanager.persistentvolume import protection, pv_controller, simulated_provisioner
 from controllermanager.podautoscaler import horizontal
 from kemu.client.client import sibling_of
-from kemu.client.comparer import CacheComparer, informer_sources
+from kemu.client.comparer import CacheComparer, informer_sources, serve_informers
 from kemu.client.controlplane import (
     Elected,
     component_client,
@@ -287,6 +287,7 @@ async def run_with_client(
     manager = ControllerManager(client, ctx, controllers)
     ctx.add_readiness_check("controllers", manager.ready)
     comparer = CacheComparer.wired(ctx, COMPONENT, lambda: informer_sources(manager.informers))
+    serve_informers(ctx, lambda: manager.informers)
     async with anyio.create_task_group() as tg:
         await tg.start(comparer.run)
         await run_elected(

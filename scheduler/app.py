@@ -25,9 +25,9 @@ from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
 from kemu.client.client import sibling_of
-from kemu.client.comparer import CacheComparer, informer_sources
+from kemu.client.comparer import CacheComparer, informer_sources, serve_informers
 from kemu.client.controlplane import Elected, component_client, run_elected
-from kemu.client.events import EventRecorder
+from kemu.client.events import EventApi, EventRecorder
 from kemu.client.informer import Informer, InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock
@@ -59,6 +59,7 @@ from kemu.scheduling.interface import SCHEDULER_POD_FIELD_SELECTOR, ObjectLister
 from kemu.scheduling.plugins.registry import Registry
 from kemu.scheduling.plugins.volumes import STORAGE_KINDS
 from kemu.scheduling.pod_group_state import GroupMembership, MembershipField, PodGroupStates
+from kemu.scheduling.pods_in_pre_bind import PodsInPreBindMap
 from kemu.scheduling.runtime import Framework, FrameworkOptions, observer_from_histogram
 from kemu.scheduling.status import Status
 from kemu.scheduling.waiting_pods import WaitingPodsMap
@@ -204,9 +205,9 @@ def new_frameworks(
 ) -> dict[str, Framework]:
     """One Framework per profile, sharing the waiting pods and the random source (--seed;
     preemption's and the host selection's tie-breaks)."""
-    host = socket.gethostname()
     rng = random.Random(settings.seed)
     waiting_pods = WaitingPodsMap()
+    pods_in_pre_bind = PodsInPreBindMap()
     # DRA: one view of the claims (assumed, in flight), slices and classes for every profile.
     dra_manager = (
         DraManager.of(
@@ -218,7 +219,11 @@ def new_frameworks(
     )
     observe = observer_from_histogram(metrics.framework_extension_point_duration)
     executor = functools.partial(
-        Executor, client=client, pod_lister=informers.pods.lister, metrics=metrics
+        Executor,
+        client=client,
+        pod_lister=informers.pods.lister,
+        metrics=metrics,
+        rules=VersionRules.at(ctx.gates.version),
     )
     try:
         return {
@@ -231,11 +236,10 @@ def new_frameworks(
                     gates=ctx.gates,
                     # Each profile reports as its schedulerName, as upstream's per-profile
                     # recorders (reportingInstance "<schedulerName>-<host>").
-                    event_recorder=recorder.for_component(
-                        profile.scheduler_name, f"{profile.scheduler_name}-{host}"
-                    ),
+                    event_recorder=recorder.for_component(profile.scheduler_name),
                     informer_factory=informers.factory,
                     waiting_pods=waiting_pods,
+                    pods_in_pre_bind=pods_in_pre_bind,
                     observe=observe,
                     metrics=metrics,
                     rng=rng,
@@ -320,9 +324,15 @@ async def serve(client: ApiClient, settings: SchedulerSettings, ctx: ComponentCo
     )
     pod_groups = PodGroupStates(membership, ctx.clock, forest) if membership.enabled else None
     informers = _Informers.of(client, ctx, membership)
-    # (upstream's event client is a clientset of its own: options.go createClients)
+    # (upstream's scheduler records through events.k8s.io/v1: cmd/kube-scheduler/app/server.go
+    # NewEventBroadcasterAdapter, a recorder per profile, over an event client of its own:
+    # options.go createClients, a rate limiter of its own)
     recorder = EventRecorder(
-        sibling_of(client), COMPONENT, host=socket.gethostname(), clock=ctx.clock
+        sibling_of(client),
+        COMPONENT,
+        api=EventApi.EVENTS_V1,
+        host=socket.gethostname(),
+        clock=ctx.clock,
     )
     cache = new_cache(ctx.clock, ctx.gates)
     frameworks = new_frameworks(
@@ -384,6 +394,7 @@ async def serve(client: ApiClient, settings: SchedulerSettings, ctx: ComponentCo
             *cache_sources(cache, queue, informers.pods, informers.nodes, frameworks),
         ],
     )
+    serve_informers(ctx, lambda: informers.factory)
     ctx.on_debug_signal(CacheDumper(cache, queue).dump_all)
 
     async def schedule() -> None:

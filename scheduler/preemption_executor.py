@@ -5,7 +5,11 @@ through the framework Handle (`Handle.preemption_executor()`, a
 kemu.scheduling.interface.PreemptionExecutor), one executor per framework, built by
 `scheduler.app` with the scheduler's client, pod lister and metrics.
 
-For each victim not already being deleted: a victim held at Permit is rejected; any other gets
+For each victim not already being deleted: a victim held at Permit is rejected (before 1.36:
+Unschedulable, to the unschedulable pool) or preempted (1.36+, kubernetes#135719: an Error, to
+backoff); from 1.36 a victim in PreBind has its binding cycle cancelled (kubernetes#135502,
+kemu.scheduling.pods_in_pre_bind), and goes to backoff too. Those stay in the API, unbound,
+and their Preempted event ends "(in kube-scheduler memory)." (1.36+). Any other victim gets
 the DisruptionTarget condition (a compare-and-swap on its resourceVersion, retried, keeping the
 conditions others wrote; only with PodDisruptionConditions, whose alpha 1.25 is off by default;
 reason PreemptionByKubeScheduler before 1.27, PreemptionByScheduler since: version rule
@@ -26,6 +30,16 @@ Two guards upstream leaves to its informer's speed (issue #16, seen in Preemptio
 - A last victim the informer had already seen gone when it was registered (deleted by another
   writer while the cycle's snapshot still held it) leaves no event to move the preemptor: the
   executor activates it when the task ends, rather than leaving it to the 5-minute flush.
+
+A last victim preempted in memory moves the preemptor with its own binding cycle's failure
+(an AssignedPodDelete once the victim is forgotten). Upstream's preemption goroutine could
+still hold the preemptor at PreEnqueue when that event came, leaving it in the unschedulable
+pool (kubernetes#140082; #140054 then activates the preemptor after an in-memory preemption).
+Here the in-memory path has no await between the cancellation (or the Permit outcome) and the
+end of the task, which drops the hold; the victim's binding cycle, a task of its own, only runs
+after that, so its event always finds the preemptor free. No activation is added: an
+activated preemptor could run before the victim is forgotten, find it still on the node and
+delete it through the API.
 """
 
 from __future__ import annotations
@@ -42,6 +56,7 @@ from kemu.api.v1 import types_pb2
 from kemu.client.interface import ApiClient
 from kemu.client.pod_status import condition_change, patch_pod_status
 from kemu.component.featuregate import POD_OBSERVED_GENERATION_TRACKING
+from kemu.component.version_rules import VersionRules
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.eviction import DISRUPTION_TARGET
 from kemu.machinery.keys import object_key
@@ -76,11 +91,18 @@ class Executor(PreemptionExecutor):
         client: ApiClient,
         pod_lister: PodLister | None = None,
         metrics: SchedulerMetrics | None = None,
+        rules: VersionRules | None = None,
     ) -> None:
         self.handle = handle
         self.client = client
         self.pod_lister = pod_lister
         self.metrics = metrics
+        # The version's rules (the handle's version when not given): which victims are
+        # preempted in memory, and how their Preempted event reads.
+        self._rules = rules if rules is not None else VersionRules.at(handle.gates.version)
+        self._in_memory_event = (
+            self._rules.preempt_pre_bind_in_memory or self._rules.preempted_waiting_pod_backs_off
+        )
         # The reason of the victims' DisruptionTarget at this version (None: no condition).
         self._reason = preemption_disruption_reason(handle.gates)
         # Preemptors whose asynchronous preemption task is running (uid), and for those whose
@@ -153,8 +175,8 @@ class Executor(PreemptionExecutor):
     ) -> None:
         """Starts the preemption in a background task; the preemptor is held out of activeQ
         until the informer shows the last victim's deletion (or the task failed, or that
-        victim was held at Permit and only rejected: then the hold ends with the task; after
-        a failure the preemptor is activated at once)."""
+        victim was preempted in memory, at Permit or in PreBind: then the hold ends with the
+        task; after a failure the preemptor is activated at once)."""
         victims = victims_to_delete(candidate.victims.pods)
         if not victims:
             return
@@ -164,7 +186,7 @@ class Executor(PreemptionExecutor):
         self._preempting.add(uid)
         self._last_victim.pop(uid, None)
         already_gone = False
-        last_leaves = False  # the last victim is deleted, not only rejected at Permit
+        last_leaves = False  # the last victim is deleted, not preempted in memory
 
         async def run() -> None:
             nonlocal already_gone, last_leaves
@@ -275,51 +297,88 @@ class Executor(PreemptionExecutor):
     async def preempt_pod(
         self, plugin: str, candidate: Candidate, preemptor: types_pb2.Pod, victim: types_pb2.Pod
     ) -> bool:
-        """Rejects a victim held at Permit (False: it stays in the API, unbound); otherwise
-        marks it DisruptionTarget and deletes it with its own grace period (True, also for a
-        victim that is already gone). Raises ApiError."""
-        waiting = self.handle.get_waiting_pod(victim.metadata.uid)
+        """Preempts one victim (upstream Executor.PreemptPod). In memory when it can: a victim
+        held at Permit is rejected (before 1.36) or preempted (1.36+, it backs off with an
+        Error; `preempt` refuses once it has an outcome), a victim in PreBind (1.36+) has its
+        binding cycle cancelled; then it stays in the API, unbound, and False is returned,
+        with no await on the way (see `prepare_candidate_async`). Otherwise it is marked
+        DisruptionTarget and deleted with its own grace period (True, also for a victim that
+        is already gone). Raises ApiError."""
+        if self._preempted_in_memory(plugin, candidate, preemptor, victim):
+            suffix = " (in kube-scheduler memory)." if self._in_memory_event else ""
+            self._preempted_event(candidate, preemptor, victim, suffix)
+            return False
+        if not await self._add_disruption_target(preemptor, victim):
+            logger.debug("Victim %s is already deleted", object_key(victim))
+            return True
+        try:
+            await self.client.delete(
+                types_pb2.Pod,
+                victim.metadata.name,
+                victim.metadata.namespace,
+                uid=victim.metadata.uid,
+            )
+        except NotFound:
+            logger.debug("Victim %s is already deleted", object_key(victim))
+            return True
+        except Conflict:
+            # The uid precondition failed: the victim is gone and a namesake took its place.
+            logger.debug("Victim %s is already deleted (uid changed)", object_key(victim))
+            return True
+        logger.info(
+            "Preemptor %s preempted %s on %s",
+            object_key(preemptor),
+            object_key(victim),
+            candidate.name,
+        )
+        self._preempted_event(candidate, preemptor, victim, "")
+        return True
+
+    def _preempted_in_memory(
+        self, plugin: str, candidate: Candidate, preemptor: types_pb2.Pod, victim: types_pb2.Pod
+    ) -> bool:
+        """The victim preempted without an API call: held at Permit, or (1.36+) in PreBind."""
+        uid = victim.metadata.uid
+        waiting = self.handle.get_waiting_pod(uid)
         if waiting is not None:
-            waiting.reject(plugin, "preempted")
+            if not self._rules.preempted_waiting_pod_backs_off:
+                waiting.reject(plugin, "preempted")
+            elif not waiting.preempt(plugin, "preempted"):
+                return False
             logger.info(
-                "Preemptor %s rejected waiting pod %s on %s",
+                "Preemptor %s preempted waiting pod %s on %s",
                 object_key(preemptor),
                 object_key(victim),
                 candidate.name,
             )
-        else:
-            if not await self._add_disruption_target(preemptor, victim):
-                logger.debug("Victim %s is already deleted", object_key(victim))
-                return True
-            try:
-                await self.client.delete(
-                    types_pb2.Pod,
-                    victim.metadata.name,
-                    victim.metadata.namespace,
-                    uid=victim.metadata.uid,
-                )
-            except NotFound:
-                logger.debug("Victim %s is already deleted", object_key(victim))
-                return True
-            except Conflict:
-                # The uid precondition failed: the victim is gone and a namesake took its place.
-                logger.debug("Victim %s is already deleted (uid changed)", object_key(victim))
-                return True
-            logger.info(
-                "Preemptor %s preempted %s on %s",
-                object_key(preemptor),
-                object_key(victim),
-                candidate.name,
-            )
+            return True
+        if not self._rules.preempt_pre_bind_in_memory:
+            return False
+        in_pre_bind = self.handle.get_pod_in_pre_bind(uid)
+        if in_pre_bind is None:
+            return False
+        if not in_pre_bind.cancel_pod(f"preempted by {plugin}"):
+            logger.debug("Victim %s is past PreBind: preempted through the API", object_key(victim))
+            return False
+        logger.info(
+            "Preemptor %s cancelled the binding of %s in PreBind on %s",
+            object_key(preemptor),
+            object_key(victim),
+            candidate.name,
+        )
+        return True
+
+    def _preempted_event(
+        self, candidate: Candidate, preemptor: types_pb2.Pod, victim: types_pb2.Pod, suffix: str
+    ) -> None:
         self.handle.event_recorder.event(
             victim,
             EVENT_NORMAL,
             "Preempted",
             "Preempting",
-            f"Preempted by pod {preemptor.metadata.uid} on node {candidate.name}",
+            f"Preempted by pod {preemptor.metadata.uid} on node {candidate.name}{suffix}",
             related=preemptor,
         )
-        return waiting is None
 
     async def _add_disruption_target(self, preemptor: types_pb2.Pod, victim: types_pb2.Pod) -> bool:
         """Adds DisruptionTarget=True (PreemptionByScheduler; PreemptionByKubeScheduler before

@@ -74,6 +74,7 @@ from kemu.scheduling.interface import (
     PlacementGeneratePlugin,
     PlacementScorePlugin,
     Plugin,
+    PodInPreBind,
     QueuedPodInfo,
     SharedLister,
     set_cycle_pod_info,
@@ -82,7 +83,7 @@ from kemu.scheduling.nominator import PodLister
 from kemu.scheduling.plugins import deferred_pod_scheduling
 from kemu.scheduling.pod_group_state import PodGroupKey, PodGroupStates
 from kemu.scheduling.snapshot import Snapshot
-from kemu.scheduling.status import Code, Status, as_error, unresolvable
+from kemu.scheduling.status import SKIP, Code, Status, as_error, unresolvable
 from kemu.scheduling.types import NodeInfo, PodInfo, PostFilterResult, PreFilterResult
 from scheduler.cache.cache import CacheError
 from scheduler.cache.interface import SchedulerCache
@@ -222,6 +223,10 @@ class FrameworkLike(FilterScoreFramework, Protocol):
     def will_wait_on_permit(self, pod: types_pb2.Pod) -> bool: ...
 
     def reject_waiting_pod(self, uid: str) -> bool: ...
+
+    def add_pod_in_pre_bind(self, uid: str) -> PodInPreBind: ...
+
+    def remove_pod_in_pre_bind(self, uid: str) -> None: ...
 
     async def wait_on_permit(self, pod: types_pb2.Pod) -> Status: ...
 
@@ -470,7 +475,7 @@ class Scheduler:
             pod,
             node=node,
             nodes=self.snapshot.num_nodes(),
-            evaluated=result.filter_evaluations,
+            evaluated=result.evaluated_nodes,
             feasible=result.feasible_nodes,
         )
         if pod.status.nominated_node_name:
@@ -766,7 +771,10 @@ class Scheduler:
     ) -> tuple[Status, bool]:
         """The binding cycle's extension points; the status, and whether it is a rejection
         at WaitOnPermit (the only point of the binding cycle that makes a pod
-        unschedulable)."""
+        unschedulable). From 1.36 a pod with PreBind work is registered in PreBind while it
+        runs, so that a preemption can cancel it in memory (kemu.scheduling.pods_in_pre_bind;
+        upstream's bindingCycle tests its pre-flight status outside the KEP-5278 gate). Each
+        point's API calls' waits for the client's rate limiter are recorded with it."""
         with measure_waits() as waits:
             return await self._bind_points(fwk, state, assumed, node, waits)
 
@@ -779,14 +787,17 @@ class Scheduler:
         waits: ThrottleWaits,
     ) -> tuple[Status, bool]:
         observer = self.observer
-        if self.gates.enabled(NOMINATED_NODE_NAME_FOR_EXPECTATION):
+        nnn_expectation = self.gates.enabled(NOMINATED_NODE_NAME_FOR_EXPECTATION)
+        in_memory = self.settings.rules.preempt_pre_bind_in_memory
+        preflight: Status = SKIP
+        if nnn_expectation or in_memory:
             preflight = fwk.run_pre_bind_pre_flights(state, assumed, node)
             if not preflight.is_success() and not preflight.is_skip():
                 return preflight, False
-            if preflight.is_success() or fwk.will_wait_on_permit(assumed):
-                # KEP-5278: the expected placement is visible while PreBind works or Permit waits.
-                await self._patch_nominated_node(assumed, node)
-                observer.expected_node(assumed, node)
+        if nnn_expectation and (preflight.is_success() or fwk.will_wait_on_permit(assumed)):
+            # KEP-5278: the expected placement is visible while PreBind works or Permit waits.
+            await self._patch_nominated_node(assumed, node)
+            observer.expected_node(assumed, node)
         since = self.clock.monotonic()
         waited = fwk.will_wait_on_permit(assumed)
         status = await fwk.wait_on_permit(assumed)
@@ -796,9 +807,17 @@ class Scheduler:
             return status, status.is_rejected()
         # Nothing after Permit makes the pod unschedulable, so the in-flight events are no
         # longer needed: Done now, as upstream, frees them while PreBind and Bind run.
-        self.queue.done(assumed.metadata.uid)
+        uid = assumed.metadata.uid
+        self.queue.done(uid)
+        registered = in_memory and preflight.is_success()
+        if registered:
+            fwk.add_pod_in_pre_bind(uid)
         since = self.clock.monotonic()
-        status = await fwk.run_pre_bind_plugins(state, assumed, node)
+        try:
+            status = await fwk.run_pre_bind_plugins(state, assumed, node)
+        finally:
+            if registered:
+                fwk.remove_pod_in_pre_bind(uid)
         observer.phase(assumed, PRE_BIND, status, since, waits.take())
         if not status.is_success():
             return status, False
@@ -897,7 +916,9 @@ class Scheduler:
     ) -> None:
         """upstream handleSchedulingFailure: metrics, the log line, the pod back to the queue
         as the informer has it now, the nominator told, FailedScheduling and the status
-        PATCH (PodScheduled=False, NNN as `nominating` says)."""
+        PATCH (PodScheduled=False, NNN as `nominating` says). The pod is found by name; from
+        1.34 (version rule `scheduling_failure_checks_uid`) a namesake of another uid is left
+        alone."""
         pod = qpi.pod
         profile = fwk.profile_name()
         rejected = status.is_rejected()
@@ -921,6 +942,22 @@ class Scheduler:
         current = self.pod_lister.get(pod.metadata.name, pod.metadata.namespace)
         if current is None:
             logger.debug("%s is gone, not requeued", object_key(pod))
+            return
+        if (
+            current.metadata.uid != pod.metadata.uid
+            and self.settings.rules.scheduling_failure_checks_uid
+        ):
+            # A namesake (the pod was deleted and re-created): the failure is not its own
+            # (kubernetes#138324). Before, the new pod was requeued with the old one's
+            # rejectors and got its FailedScheduling and PodScheduled=False.
+            logger.log(
+                V(2),
+                "%s was re-created while its scheduling failure was handled (uid %s, now %s): "
+                "not requeued, no status update",
+                object_key(pod),
+                pod.metadata.uid,
+                current.metadata.uid,
+            )
             return
         deferred = self._is_deferred(current)
         if current.spec.node_name and not deferred:
@@ -946,7 +983,8 @@ class Scheduler:
         # The nominator learns the outcome before the PATCH is sent, so that the next cycles
         # already count (or no longer count) the reservation (pkg/scheduler/backend/queue/nominator.go).
         self.queue.add_nominated_pod(qpi.pod_info, nominated)
-        fwk.event_recorder.event(pod, EVENT_WARNING, "FailedScheduling", "Scheduling", message)
+        # On the pod as the informer has it (upstream's refreshed podInfo.Pod).
+        fwk.event_recorder.event(current, EVENT_WARNING, "FailedScheduling", "Scheduling", message)
         await self.update_pod_status(current, reason, message, nominated)
 
     async def update_pod_status(

@@ -625,7 +625,7 @@ def pod_group_pod_scheduling_algorithm(
             pod,
             node=node,
             nodes=sched.snapshot.num_nodes(),
-            evaluated=scheduled.filter_evaluations,
+            evaluated=scheduled.evaluated_nodes,
             feasible=scheduled.feasible_nodes,
         )
     assumed = _assume(sched, pod, node)

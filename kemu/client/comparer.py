@@ -31,6 +31,13 @@ A missed update never agrees (the cache keeps the older version however long it 
 object that changed again after the first list (deleted, say) agrees with the second. Keys that
 differ only in the second round are new races and are not reported.
 
+`informers_report` serves what each informer holds now, without comparing (GET
+/debug/informers?resource=R[&key=NAMESPACE/NAME]): its name, whether it synced, the last
+resourceVersion its reflector saw (a bookmark's included), how many objects it holds and, with
+`key`, the resourceVersion of its copy of that object ("" when it holds none). A test waits on it
+where upstream's integration tests wait on the scheduler's informer (waitCachedPDBsStable in
+test/integration/scheduler/preemption): the component has seen an object before it must act on it.
+
 `CacheComparer` runs the comparison when `trigger()`ed (the component wires SIGUSR2 to it,
 kemu.component.runner), logs every difference and a one-line summary, and keeps the last result
 for GET /debug/caches (`report()`), so that the chaos harness reads it without parsing logs.
@@ -50,6 +57,7 @@ from anyio.abc import TaskStatus
 from kemu.client.informer import Informer, InformerFactory
 from kemu.client.interface import M
 from kemu.component.clock import Clock
+from kemu.component.health import DebugRequestError
 from kemu.component.runner import ComponentContext
 from kemu.machinery.errors import ApiError
 from kemu.machinery.jsonvalue import JSONArray, JSONObject
@@ -59,6 +67,8 @@ logger = logging.getLogger(__name__)
 
 DEBUG_HANDLER: Final = "caches"
 """The name of the comparison's debug handler: GET /debug/caches."""
+INFORMERS_HANDLER: Final = "informers"
+"""The name of the informers' debug handler: GET /debug/informers."""
 MISSING: Final = "missing"
 REDUNDANT: Final = "redundant"
 STALE: Final = "stale"
@@ -252,6 +262,45 @@ def informer_sources(factory: InformerFactory | None) -> list[Source]:
         for inf in factory.informers()
         if inf.has_synced()
     ]
+
+
+def informers_report(
+    factory: Callable[[], InformerFactory | None], query: Mapping[str, str]
+) -> JSONObject:
+    """GET /debug/informers (see the module docstring): every informer of the factory, or
+    those of `resource`; `key` adds each one's copy of that object."""
+    resource = query.get("resource", "")
+    key = query.get("key")
+    built = factory()
+    informers = [] if built is None else built.informers()
+    if resource and not any(inf.resource == resource for inf in informers):
+        served = sorted({inf.resource for inf in informers})
+        raise DebugRequestError(
+            f"resource: no informer of {resource!r} here (informers of: {', '.join(served)})"
+        )
+    rows: JSONArray = []
+    for inf in informers:
+        if resource and inf.resource != resource:
+            continue
+        row: JSONObject = {
+            "name": inf.name,
+            "resource": inf.resource,
+            "synced": inf.has_synced(),
+            "resourceVersion": inf.last_resource_version,
+            "objects": len(inf.lister),
+        }
+        if key is not None:
+            namespace, _, name = key.rpartition("/")
+            held = inf.lister.get(name, namespace)
+            row["cached"] = "" if held is None else object_meta(held).resource_version
+        rows.append(row)
+    return {"informers": rows}
+
+
+def serve_informers(ctx: ComponentContext, factory: Callable[[], InformerFactory | None]) -> None:
+    """Serves `informers_report` of the component's factory (None while it has none: a
+    standby's) at GET /debug/informers."""
+    ctx.add_debug_handler(INFORMERS_HANDLER, functools.partial(informers_report, factory))
 
 
 # ---------------------------------------------------------------- the comparer

@@ -12,7 +12,15 @@ written in the order they happened and its repeats are counted on the Event writ
 One writer at a time could not keep up with a scheduler binding a few hundred pods a second:
 its queue filled and most Scheduled events were dropped.
 
-`for_component(name, instance)` gives a recorder that reports as another component through
+Which API upstream's component records through decides the Event's source fields (`EventApi`):
+core/v1's record.EventRecorder (the kubelet, the controllers, cluster-autoscaler) writes
+`source` {component, host} and copies it to reportingComponent/reportingInstance (client-go
+tools/record/event.go makeEvent); events.k8s.io/v1's (client-go tools/events: kube-scheduler)
+writes reportingController and reportingInstance "<controller>-<hostname>" and no
+deprecatedSource, so its core/v1 view has an empty `source` (kubectl describe's From then shows
+reportingController, `get events -o wide` "default-scheduler, default-scheduler-<host>").
+
+`for_component(name)` gives a recorder that reports as another component through
 the same queue and writers: the scheduler's profiles each report as their schedulerName, as
 upstream's per-profile recorders do. An event may name a `related` object (upstream's
 events.k8s.io `related`, e.g. the preemptor of a Preempted event).
@@ -20,6 +28,7 @@ events.k8s.io `related`, e.g. the preemptor of a Preempted event).
 
 from __future__ import annotations
 
+import enum
 import itertools
 import logging
 import zlib
@@ -45,6 +54,13 @@ _CACHE_SIZE: Final = 4096
 _NAME_ATTEMPTS: Final = 8
 DEFAULT_WRITERS: Final = 32
 _WRITER_BUFFER: Final = 16  # a writer's own queue: a slow one holds up the main queue's next
+
+
+class EventApi(enum.Enum):
+    """The API upstream's component records its events through (see the module docstring)."""
+
+    CORE_V1 = "v1"
+    EVENTS_V1 = "events.k8s.io/v1"
 
 
 @dataclass(frozen=True)
@@ -80,18 +96,21 @@ class EventRecorder:
         client: ApiClient,
         component: str,
         *,
+        api: EventApi = EventApi.CORE_V1,
         host: str = "",
-        instance: str = "",
         clock: Clock | None = None,
         buffer: int = 1000,
         writers: int = DEFAULT_WRITERS,
     ) -> None:
+        """`host`: core/v1's source.host (the kubelet's node name; upstream's controllers
+        leave it empty); for events.k8s.io/v1 the hostname of reportingInstance."""
         if writers < 1:
             raise ValueError(f"writers must be at least 1, not {writers}")
         self._client = client
         self._component = component
+        self._api = api
         self._host = host
-        self._instance = instance
+        self._instance = self.instance_of(component)
         self._clock = clock or RealClock()
         self._send, self._receive = anyio.create_memory_object_stream[_Pending](buffer)
         # (uid, component, type, reason, message) -> (namespace, event name, count)
@@ -102,9 +121,15 @@ class EventRecorder:
         self._seq = itertools.count()
         self._writers = writers
 
-    def for_component(self, component: str, instance: str = "") -> NamedEventRecorder:
-        """A recorder reporting as `component` (and `instance`) through this one's writers."""
-        return NamedEventRecorder(self, component, instance)
+    def instance_of(self, component: str) -> str:
+        """The reportingInstance of `component`'s events through this recorder."""
+        if self._api is EventApi.EVENTS_V1:
+            return f"{component}-{self._host}"
+        return self._host
+
+    def for_component(self, component: str) -> NamedEventRecorder:
+        """A recorder reporting as `component` through this one's writers."""
+        return NamedEventRecorder(self, component, self.instance_of(component))
 
     def event(
         self,
@@ -221,8 +246,9 @@ class EventRecorder:
         if p.related is not None:
             ev.related.CopyFrom(p.related)
         ev.metadata.namespace = namespace
-        ev.source.component = p.component
-        ev.source.host = self._host
+        if self._api is EventApi.CORE_V1:
+            ev.source.component = p.component
+            ev.source.host = self._host
         ev.first_timestamp.CopyFrom(timestamp(p.when))
         ev.last_timestamp.CopyFrom(timestamp(p.when))
         for attempt in range(_NAME_ATTEMPTS):

@@ -15,7 +15,8 @@ Contract:
   synchronous callable that returns what the component last found, e.g. its cache comparison;
   like a check, it does no I/O); an unknown name is 404.
 - `await tg.start(server.serve)` returns the bound port once the socket listens (port 0 picks a
-  free one); cancelling serve() closes the listener and every open connection.
+  free one), or raises kemu.component.listen.ListenFailed; cancelling serve() closes the
+  listener and every open connection.
 HTTP support is deliberately minimal: GET and HEAD, one request per connection. Malformed
 requests get a 4xx as Go's net/http gives them (400; 431 for a head over _MAX_REQUEST_HEAD),
 never a closed connection without an answer.
@@ -34,6 +35,7 @@ import anyio
 from anyio.abc import SocketAttribute, SocketStream, TaskStatus
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+from kemu.component import listen
 from kemu.component.featuregate import FeatureGates
 from kemu.component.logs import V
 from kemu.component.version import BINARY_VERSION
@@ -163,9 +165,12 @@ class HealthServer:
         return self._port
 
     async def serve(self, *, task_status: TaskStatus[int] = anyio.TASK_STATUS_IGNORED) -> None:
-        listener = await anyio.create_tcp_listener(
-            local_host=self.host or None, local_port=self._requested_port, reuse_port=False
-        )
+        try:
+            listener = await anyio.create_tcp_listener(
+                local_host=self.host or None, local_port=self._requested_port, reuse_port=False
+            )
+        except OSError as e:
+            raise listen.failed(self.host, self._requested_port, e) from None
         async with listener:
             self._port = int(listener.extra(SocketAttribute.local_port))
             logger.info("serving metrics and health on %s:%d", self.host, self._port)

@@ -22,7 +22,11 @@ Contract of `run_component` / `run_component_async`:
   another signal, everything is cancelled.
 - Exit code: 0 when the body returned by itself (drained, or simply finished); 1 when the body
   raised (the traceback is logged here, once), when the grace period ran out or a second signal
-  forced the stop (as upstream's second-signal exit), or when the metrics port cannot be bound.
+  forced the stop (as upstream's second-signal exit).
+- A port that cannot be bound (the metrics port here, or one the body serves: it raises
+  `kemu.component.listen.ListenFailed`) exits 1 with one line naming the address, as
+  upstream's "failed to listen on 127.0.0.1:6443: ... bind: address already in use", no
+  traceback.
 - A body that raises `ConfigRefused` (its configuration named something it cannot run: a
   plugin whose factory refused its args) exits CONFIG_REFUSED_EXIT (2) with the one line it
   carries, no traceback.
@@ -62,6 +66,7 @@ from prometheus_client import CollectorRegistry
 from kemu.component.clock import Clock, RealClock
 from kemu.component.featuregate import FeatureGates
 from kemu.component.health import Check, DebugHandler, HealthChecks, HealthServer
+from kemu.component.listen import ListenFailed
 from kemu.component.logs import setup_logging
 from kemu.component.metrics import new_registry
 from kemu.component.options import CONFIG_REFUSED_EXIT, ComponentOptions
@@ -250,13 +255,8 @@ async def run_component_async(
             )
             try:
                 ctx.metrics_port = await tg.start(server.serve)
-            except OSError as exc:
-                logger.error(
-                    "cannot serve metrics on %s:%d: %s",
-                    options.metrics_bind_address,
-                    options.metrics_port,
-                    exc,
-                )
+            except ListenFailed as exc:
+                logger.error("%s: %s", name, exc)
                 outcome.code = 1
                 tg.cancel_scope.cancel()
         if outcome.code == 0:
@@ -287,6 +287,11 @@ async def _run_body(
         if refused is not None:
             outcome.code = CONFIG_REFUSED_EXIT
             logger.error("%s: error: %s", name, refused)
+            return
+        unbound = _only(e, ListenFailed)
+        if unbound is not None:
+            outcome.code = 1
+            logger.error("%s: %s", name, unbound)
             return
         outcome.code = 1
         outcome.restart = _only(e, RestartInPlace)

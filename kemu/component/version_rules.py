@@ -136,6 +136,39 @@ RULES: Final[Mapping[str, VersionRule]] = MappingProxyType(
             "with KEP-6089, kubernetes/enhancements#6153; pkg/controller/job/"
             "job_scheduling_manager.go)",
         ),
+        "volume_binding_lost_claim_pre_filter": VersionRule(
+            Version(1, 23),
+            "VolumeBinding's PreFilter refuses a pod whose claim is Lost, "
+            'UnschedulableAndUnresolvable "persistentvolumeclaim X bound to non-existent '
+            'persistentvolume Y"; before, Filter refused every node ("node(s) unavailable due '
+            'to one or more pvc(s) bound to non-existent pv(s)") (kubernetes#105245; '
+            "pkg/scheduler/framework/plugins/volumebinding/volume_binding.go podHasPVCs)",
+        ),
+        "scheduling_failure_checks_uid": VersionRule(
+            Version(1, 34),
+            "the scheduler's failure handling finds the pod by name and, when the informer "
+            "holds a namesake with another uid (the pod was re-created), neither requeues it nor "
+            "writes its FailedScheduling event and PodScheduled condition; before, the new pod "
+            "got the old one's failure (kubernetes#138324, cherry-picked to 1.34 and 1.35 as "
+            "#138435 and #138434: kemu emulates each minor's newest patch; "
+            "pkg/scheduler/schedule_one.go handleSchedulingFailure)",
+        ),
+        "preempt_pre_bind_in_memory": VersionRule(
+            Version(1, 36),
+            "a preemption victim in PreBind is not deleted: the scheduler cancels its binding "
+            "cycle (PodInPreBind.CancelPod) and the victim is retried after backoff; its "
+            'Preempted event ends "(in kube-scheduler memory)." (kubernetes#135502; '
+            "pkg/scheduler/framework/preemption/executor.go PreemptPod, "
+            "pkg/scheduler/framework/runtime/pods_in_prebind_map.go)",
+        ),
+        "preempted_waiting_pod_backs_off": VersionRule(
+            Version(1, 36),
+            "a preemption victim waiting at Permit is preempted (WaitingPod.Preempt: an Error "
+            "status) and goes to backoff as a scheduler error, no longer rejected "
+            '(Unschedulable, to the unschedulable pool); its Preempted event ends "(in '
+            'kube-scheduler memory)." (kubernetes#135719; '
+            "pkg/scheduler/framework/runtime/waiting_pods_map.go)",
+        ),
     }
 )
 
@@ -161,6 +194,10 @@ class VersionRules:
     podgroup_protection_controller: bool
     podgroup_protection_admission: bool
     job_workload_builder: bool
+    volume_binding_lost_claim_pre_filter: bool
+    scheduling_failure_checks_uid: bool
+    preempt_pre_bind_in_memory: bool
+    preempted_waiting_pod_backs_off: bool
 
     @classmethod
     def at(cls, version: Version) -> VersionRules:

@@ -145,7 +145,8 @@ def describe_events(w: Writer, events: list[types_pb2.Event], now: float) -> Non
             e.type,
             e.reason,
             last,
-            printers.event_source(e),
+            # (upstream describe.go DescribeEvents: the component alone, no host)
+            e.source.component or e.reporting_component,
             " ".join(e.message.split()),
         )
 

@@ -431,7 +431,12 @@ def _sortable(when: str) -> str:
 
 
 def print_pod_story(ctx: Context, story: PodStory) -> None:
-    entries: list[tuple[str, int, list[str]]] = [(story["created"], 0, ["created"])]
+    """The story in order of time, the creation first: nothing of a pod happens before it
+    exists, though the times come from several clocks (the creation's and the events' from the
+    apiserver, the attempts' from the scheduler, which on the virtual clock follows the
+    apiserver's a moment behind and could date its first attempt before the creation); on a
+    tie, the creation, then attempts, nominations, events, the deletion."""
+    entries: list[tuple[str, int, list[str]]] = []
     for i, a in enumerate(story["attempts"], 1):
         entries.append((a["time"], 1, attempt_lines(i, a)))
     for n in story["nominations"]:
@@ -447,6 +452,7 @@ def print_pod_story(ctx: Context, story: PodStory) -> None:
         entries.append((story["deleted"], 4, ["deleted"]))
     # Undated entries (the apiserver's clearing at binding) go after the rest of their kind.
     entries.sort(key=lambda t: (_sortable(t[0]), t[1]))
+    entries.insert(0, (story["created"], 0, ["created"]))
     ctx.print(f"Pod {story['pod']} (uid {story['uid']})")
     for when, _, lines in entries:
         ctx.print(f"  {when or '(at binding)':<24} {lines[0]}")

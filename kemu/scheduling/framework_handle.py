@@ -30,6 +30,7 @@ from kemu.scheduling.interface import (
     SharedLister,
 )
 from kemu.scheduling.pod_group_state import PodGroupStates
+from kemu.scheduling.pods_in_pre_bind import PodInPreBind, PodsInPreBindMap
 from kemu.scheduling.waiting_pods import WaitingPod, WaitingPodsMap
 
 __all__ = ["NO_OPTIONS", "ExtensionPointObserver", "FrameworkHandle", "FrameworkOptions"]
@@ -53,6 +54,8 @@ class FrameworkOptions:
     informer_factory: InformerFactory | None = None
     waiting_pods: WaitingPodsMap | None = None
     """Shared by the profiles of one scheduler."""
+    pods_in_pre_bind: PodsInPreBindMap | None = None
+    """Shared by the profiles of one scheduler, as `waiting_pods`."""
     observe: ExtensionPointObserver | None = None
     """Each extension point's duration (see the module docstring)."""
     metrics: PluginMetrics | None = None
@@ -89,6 +92,8 @@ class FrameworkHandle:
         self._snapshot = snapshot
         waiting_pods = options.waiting_pods
         self._waiting_pods = waiting_pods if waiting_pods is not None else WaitingPodsMap()
+        pre_bind = options.pods_in_pre_bind
+        self._pods_in_pre_bind = pre_bind if pre_bind is not None else PodsInPreBindMap()
         self._observe = options.observe
         self._metrics = options.metrics
         self._rng = options.rng or random.Random()
@@ -143,6 +148,16 @@ class FrameworkHandle:
 
     def iterate_over_waiting_pods(self) -> Iterable[WaitingPod]:
         return iter(self._waiting_pods)
+
+    def get_pod_in_pre_bind(self, uid: str) -> PodInPreBind | None:
+        return self._pods_in_pre_bind.get(uid)
+
+    def add_pod_in_pre_bind(self, uid: str) -> PodInPreBind:
+        """Registers the pod's PreBind (the binding cycle, when PreBind has work)."""
+        return self._pods_in_pre_bind.add(uid)
+
+    def remove_pod_in_pre_bind(self, uid: str) -> None:
+        self._pods_in_pre_bind.remove(uid)
 
     def preemption_executor(self) -> PreemptionExecutor | None:
         return self._preemption_executor

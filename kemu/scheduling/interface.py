@@ -700,7 +700,21 @@ class WaitingPod(Protocol):
 
     def reject(self, plugin: str, message: str) -> None: ...
 
+    def preempt(self, plugin: str, message: str) -> bool:
+        """Ends the wait with an Error naming `plugin` (a preemption's victim, 1.36+); False
+        when the pod already had an outcome."""
+        ...
+
     def pending_plugins(self) -> list[str]: ...
+
+
+class PodInPreBind(Protocol):
+    """A pod whose binding cycle is in PreBind (1.36+, kemu.scheduling.pods_in_pre_bind)."""
+
+    def cancel_pod(self, message: str) -> bool:
+        """Cancels its PreBind: the binding cycle fails and the pod backs off. False once it
+        is past PreBind (then only a DELETE removes it)."""
+        ...
 
 
 class PodNominator(Protocol):
@@ -941,6 +955,10 @@ class Handle(Protocol):
     ) -> Status: ...
 
     def get_waiting_pod(self, uid: str) -> WaitingPod | None: ...
+
+    def get_pod_in_pre_bind(self, uid: str) -> PodInPreBind | None:
+        """The pod's PreBind if it is registered there (from 1.36, while PreBind works)."""
+        ...
 
     def preemption_executor(self) -> PreemptionExecutor | None:
         """The scheduler's preemption executor; None in simulations (nothing is written)."""

@@ -28,6 +28,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final, TypeVar
 
+import anyio
+
 from kemu.api.v1 import types_pb2
 from kemu.component.version import Version
 from kemu.scheduling.column_runner import ColumnRunner
@@ -162,6 +164,11 @@ def _error(what: str, plugin: str, detail: Status | BaseException) -> Status:
         cause = detail.error or RuntimeError(detail.message())
         message = detail.message() or detail.code_name()
     return Status(Code.ERROR, (f"{what}: {message}",), plugin, cause)
+
+
+# What a plugin returns once its context is cancelled (Go's context.Canceled): a PreBind
+# cancelled by a preemption (kemu.scheduling.pods_in_pre_bind).
+CONTEXT_CANCELED: Final = "context canceled"
 
 
 class NodePluginScores:
@@ -745,21 +752,36 @@ class Framework(FrameworkHandle):
     async def run_pre_bind_plugins(
         self, state: CycleState, pod: types_pb2.Pod, node_name: str
     ) -> Status:
-        """Every PreBind plugin (except those whose pre-flight skipped) must succeed."""
+        """Every PreBind plugin (except those whose pre-flight skipped) must succeed. A pod
+        registered in PreBind (`add_pod_in_pre_bind`, 1.36+) runs them in its cancel scope: a
+        preemption that cancels it fails the plugin at work with "context canceled" (what
+        upstream's plugins return from their cancelled context); once every plugin succeeded
+        the pod is marked prebound, and a cancellation that came first fails it the same way."""
         start = time.perf_counter()
         status = SUCCESS
         skip = state.skip_pre_bind_plugins
+        entry = self._pods_in_pre_bind.get(pod.metadata.uid)
+        scope = entry.scope if entry is not None else anyio.CancelScope()
+        current = ""
         try:
-            for name, fn in self._points.pre_bind:
-                if name in skip:
-                    continue
-                s = await fn(state, pod, node_name)
-                if s.code is not Code.SUCCESS:
-                    if s.code in _REJECTED:
-                        status = s.with_plugin(name)
-                    else:
-                        status = _error(f'running PreBind plugin "{name}"', name, s)
-                    return status
+            with scope:
+                for name, fn in self._points.pre_bind:
+                    if name in skip:
+                        continue
+                    current = name
+                    s = await fn(state, pod, node_name)
+                    if s.code is not Code.SUCCESS:
+                        if s.code in _REJECTED:
+                            status = s.with_plugin(name)
+                        else:
+                            status = _error(f'running PreBind plugin "{name}"', name, s)
+                        return status
+            if entry is not None and (scope.cancelled_caught or not entry.mark_prebound()):
+                status = _error(
+                    f'running PreBind plugin "{current}"',
+                    current,
+                    Status(Code.ERROR, (CONTEXT_CANCELED,)),
+                )
             return status
         finally:
             self._observed(PRE_BIND, status, start)

@@ -3,8 +3,10 @@
 A Permit plugin that answers Wait puts the pod in the waiting pods map with a timeout per
 plugin. The pod's binding cycle then awaits `WaitingPod.wait()`: it ends with Success once
 every waiting plugin called `allow`, or with Unschedulable when anyone calls `reject` or a
-plugin's timeout expires ("rejected due to timeout after waiting 10s at plugin X"). The first
-outcome wins; later allow/reject calls do nothing.
+plugin's timeout expires ("rejected due to timeout after waiting 10s at plugin X"), or with an
+Error when a preemption takes it as a victim (`preempt`, from 1.36: kubernetes#135719, so that
+it backs off instead of waiting in the unschedulable pool). The first outcome wins; later
+allow/reject/preempt calls do nothing.
 
 Timeouts run on the injected clock and count from the moment Permit answered, but no timer task
 exists on its own: `wait()` sleeps towards the earliest pending deadline inside its own task
@@ -54,12 +56,21 @@ class WaitingPod:
         """Rejects the pod (Unschedulable, naming `plugin`) unless it already has an outcome."""
         self._finish(Status(Code.UNSCHEDULABLE, (message,), plugin))
 
-    def _finish(self, status: Status) -> None:
-        if self._outcome is None:
-            self._outcome = status
-            self._pending.clear()
-            if self._done is not None:
-                self._done.set()
+    def preempt(self, plugin: str, message: str) -> bool:
+        """A preemption takes the pod as its victim (upstream waitingPod.Preempt): an Error
+        naming `plugin`, so that the binding cycle's failure sends it to backoff. False when
+        the pod already had an outcome (allowed or rejected): the preemption must then go
+        through the API."""
+        return self._finish(Status(Code.ERROR, (message,), plugin))
+
+    def _finish(self, status: Status) -> bool:
+        if self._outcome is not None:
+            return False
+        self._outcome = status
+        self._pending.clear()
+        if self._done is not None:
+            self._done.set()
+        return True
 
     async def wait(self) -> Status:
         """Waits for the outcome, rejecting on the earliest pending plugin's timeout."""

@@ -30,7 +30,9 @@ async def advance(clock: FakeClock, seconds: float, step: float = 0.5) -> None:
         await settle()
 
 
-async def wait_until(check: Callable[[], object], within: float = 2.0) -> None:
+async def wait_until(check: Callable[[], object], within: float = 10.0) -> None:
     """Polls a synchronous condition, yielding to other tasks, until it holds (real time bounds
-    the wait: a condition that never holds fails after `within` seconds)."""
+    the wait: a condition that never holds fails after `within` seconds; a bound for a hang,
+    not for speed: on a loaded 2-core host a whole in-process controller-manager took over 2 s
+    to come up)."""
     await eventually(check, timeout=within, interval=0.001)

@@ -43,21 +43,26 @@ def test_a_process_options_load_no_grpc_and_not_its_app(process: str) -> None:
 
 
 def _procfile_commands() -> list[tuple[str, str, list[str]]]:
-    """(entry, process, argv) of each `python -m <process>` line of the Procfile, with make run's
-    environment expanded as the shell does for the default real-time clock (KEMU_CLOCK_FLAGS
-    `--clock real`, KEMU_AUTOSCALER_TIMERS unset: the default after `-`)."""
+    """(entry, process, argv) of each `python -m <component>` line of the Procfile, with make
+    run's environment expanded as the shell does for the default real-time clock and ports
+    (KEMU_CLOCK_FLAGS `--clock real`, KEMU_AUTOSCALER_TIMERS unset: the default after `-`,
+    $KEMU_PORT_* from kemu/makerun/ports.py). etcd's guard (kemu.makerun.guard) is no component."""
     import re
     import shlex
     from pathlib import Path
 
+    from kemu.makerun.ports import Ports
+
     procfile = Path(__file__).resolve().parents[2] / "Procfile"
+    ports = Ports().environment()
     commands = []
     for line in procfile.read_text().splitlines():
         entry, _, command = line.partition(": ")
         command = command.replace("$KEMU_CLOCK_FLAGS", "--clock real")
         command = re.sub(r"\$\{KEMU_AUTOSCALER_TIMERS-([^}]*)\}", r"\1", command)
+        command = re.sub(r"\$(KEMU_PORT_[A-Z_]+)", lambda m: ports[m[1]], command)
         words = shlex.split(command)
-        if words[:3] == ["exec", "python", "-m"]:
+        if words[:3] == ["exec", "python", "-m"] and "." not in words[3]:
             commands.append((entry, words[3], words[4:]))
     return commands
 

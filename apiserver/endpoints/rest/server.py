@@ -51,6 +51,7 @@ from apiserver.endpoints.servicer import ApiService
 from apiserver.registry import fencing, field_managers
 from apiserver.registry.registry import Registry
 from kemu.api.v1 import api_pb2, types_pb2
+from kemu.component import listen
 from kemu.component.clock import Clock, RealClock
 from kemu.component.version import Version
 from kemu.machinery import convert, jsonutil, podgroups, subresources
@@ -622,7 +623,7 @@ async def serve(
         await site.start()
     except OSError as e:
         await runner.cleanup()
-        raise SystemExit(f"cannot listen on {host}:{port}: {e}") from None
+        raise listen.failed(host, port, e) from None
     logger.info("serving the Kubernetes REST API on http://%s:%d", host, port)
     task_status.started()
     try:

@@ -2,8 +2,12 @@
 cycle binds them before the pod (upstream volumebinding/volume_binding.go; the binder in
 volume_binder.py).
 
-- PreFilter: Skip a pod without claims (the plain path). A claim that does not exist, or is
-  being deleted, is UnschedulableAndUnresolvable; an unbound claim whose class binds
+- PreFilter: Skip a pod without claims (the plain path). A claim that does not exist, is
+  being deleted, or (from 1.23, kubernetes#105245: version rule
+  `volume_binding_lost_claim_pre_filter`) is Lost, checked before the deletion as upstream's
+  podHasPVCs, is UnschedulableAndUnresolvable
+  ('persistentvolumeclaim "c" bound to non-existent persistentvolume "v"'; before 1.23 Filter
+  refuses every node for it instead); an unbound claim whose class binds
   immediately is UnschedulableAndUnresolvable "pod has unbound immediate
   PersistentVolumeClaims" (the PV controller binds it; its update requeues the pod).
 - Filter: the binder's reasons on the node, UnschedulableAndUnresolvable: "node(s)
@@ -17,7 +21,9 @@ volume_binder.py).
 - PreBind: writes the PVs and claims, then waits, polling each second on the handle's clock,
   until the PV controller (or an external provisioner) has bound every claim, for at most
   VolumeBindingArgs' `bindTimeoutSeconds` (600 by default): an Error after it, or as soon as a
-  binding went wrong (the provisioner reset the selected node), and the pod is retried.
+  binding went wrong (the provisioner reset the selected node) or the scheduler's informer no
+  longer has the pod ("pod does not exist any more": deleted, it stops waiting; upstream
+  binder.go checkBindings), and the pod is retried.
 
 Events (EventsToRegister): StorageClass added or updated, a claim or PV added or updated, a
 node added or its labels changed, a CSINode added or updated. A claim's event queues
@@ -34,9 +40,11 @@ import logging
 from typing import Final
 
 from kemu.api.v1 import types_pb2
+from kemu.component.version_rules import VersionRules
 from kemu.machinery.errors import ApiError
 from kemu.machinery.keys import object_key
 from kemu.machinery.resources import is_pod_resize_deferred
+from kemu.machinery.storage import CLAIM_LOST
 from kemu.scheduling.deferred import resize_preemption_enabled
 from kemu.scheduling.events import (
     ActionType,
@@ -46,10 +54,12 @@ from kemu.scheduling.events import (
     QueueingHint,
 )
 from kemu.scheduling.interface import (
+    SCHEDULER_POD_FIELD_SELECTOR,
     CycleState,
     EnqueueExtensions,
     FilterPlugin,
     Handle,
+    ObjectLister,
     PluginArgs,
     PreBindPlugin,
     PreFilterExtensions,
@@ -111,11 +121,13 @@ class VolumeBinding(
         *,
         bind_timeout: float,
         skip_deferred: bool = False,
+        lost_claim_at_pre_filter: bool = True,
     ) -> None:
         self.skip_deferred = skip_deferred
         self.handle = handle
         self.binder = Binder(listers)
         self.bind_timeout = bind_timeout
+        self.lost_claim_at_pre_filter = lost_claim_at_pre_filter
 
     def name(self) -> str:
         return NAME
@@ -135,6 +147,11 @@ class VolumeBinding(
             claim = self.binder.claims.get(name, ns)
             if claim is None:
                 return None, unresolvable(f'persistentvolumeclaim "{name}" not found')
+            if self.lost_claim_at_pre_filter and claim.status.phase == CLAIM_LOST:
+                return None, unresolvable(
+                    f'persistentvolumeclaim "{name}" bound to non-existent persistentvolume '
+                    f'"{claim.spec.volume_name}"'
+                )
             if claim.metadata.HasField("deletion_timestamp"):
                 return None, unresolvable(f'persistentvolumeclaim "{name}" is being deleted')
         claims = self.binder.pod_volume_claims(pod, names)
@@ -211,9 +228,15 @@ class VolumeBinding(
             written_claim = await client.update(claim)
             binder.claims.assume(written_claim, from_api=True)
             volumes.dynamic_provisions[i] = written_claim
+        pods = self._pod_lister()
         clock = self.handle.clock
         deadline = clock.monotonic() + self.bind_timeout
         while True:
+            if pods is not None and pods.get(pod.metadata.name, pod.metadata.namespace) is None:
+                # Deleted: the binding is given up (by name, as upstream's pod lister).
+                raise BindingFailed(
+                    f'pod does not exist any more: pod "{pod.metadata.name}" not found'
+                )
             info = self.handle.snapshot_shared_lister().node_infos().get(node_name)
             if binder.bindings_done(volumes, None if info is None else info.node, node_name):
                 logger.debug("volumes of %s bound on %s", object_key(pod), node_name)
@@ -222,6 +245,14 @@ class VolumeBinding(
             if remaining <= 0:
                 raise BindingFailed("context deadline exceeded")
             await clock.sleep(min(POLL_INTERVAL, remaining))
+
+    def _pod_lister(self) -> ObjectLister[types_pb2.Pod] | None:
+        """The scheduler's pod informer (None without informers). Asked for in PreBind only,
+        which simulations never run: they need no pod informer of this shape."""
+        factory = self.handle.informer_factory()
+        if factory is None:
+            return None
+        return factory.informer(types_pb2.Pod, field_selector=SCHEDULER_POD_FIELD_SELECTOR).lister
 
     # ------------------------------------------------------------ events
 
@@ -266,4 +297,7 @@ def new(args: PluginArgs, handle: Handle) -> VolumeBinding:
         volume_listers(handle),
         bind_timeout=float(timeout),
         skip_deferred=resize_preemption_enabled(handle.gates),
+        lost_claim_at_pre_filter=VersionRules.at(
+            handle.gates.version
+        ).volume_binding_lost_claim_pre_filter,
     )

@@ -6,7 +6,7 @@ that the autoscaler removes (the Procfile's 30 s unneeded time and delay-after-a
 interval). Run twice: in real time, and as `make run CLOCK=virtual` runs it, on the virtual
 clock at upstream's default timers (10 minutes unneeded and after add) with `kemuctl clock rate
 max`, where the scale-down comes after 10 virtual minutes in seconds of wall time (issue #30).
-Skipped when one of the Procfile's fixed ports is taken (another `make run`)."""
+On its worker's port base (make_run_env.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ import json
 import re
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import anyio
 import pytest
@@ -22,14 +21,15 @@ import pytest
 from kemu.machinery.convert import parse_time
 from kemu.testing import eventually
 from kemu.testing.processes import REPO_ROOT
-from tests.integration.make_run.make_run_env import (
-    get_json,
-    kemuctl,
-    procfile_running,
-    static_nodes_ready,
-)
+from tests.integration.make_run.make_run_env import MakeRun, make_run_group, procfile_running
 
-pytestmark = [pytest.mark.integration, pytest.mark.long, pytest.mark.anyio]
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.long,
+    pytest.mark.anyio,
+    make_run_group("autoscaler"),
+    pytest.mark.timeout(420),  # (its waits: a cluster's start, the scale-up, the scale-down)
+]
 
 EXAMPLE = REPO_ROOT / "examples" / "pending-pods.yaml"
 GROUP_LABEL = "kemu.io/node-group"
@@ -38,25 +38,25 @@ GROUP_LABEL = "kemu.io/node-group"
 @pytest.fixture(scope="module", params=["real", "virtual"])
 def make_run(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[Path, str]]:
-    """honcho running the Procfile in a temporary directory, with the environment `make run
-    CLOCK=<param>` gives it; its combined log's path and the clock."""
+) -> Iterator[tuple[MakeRun, str]]:
+    """`make run CLOCK=<param>` in a temporary directory; the run and the clock."""
     clock: str = request.param
-    with procfile_running(tmp_path_factory.mktemp("make-run"), clock) as log_path:
-        yield log_path, clock
+    with procfile_running(tmp_path_factory.mktemp("make-run"), clock) as run:
+        yield run, clock
 
 
-def cluster_now() -> float:
-    done = kemuctl("clock", "-o", "json")
+def cluster_now(run: MakeRun) -> float:
+    done = run.kemuctl("clock", "-o", "json")
     assert done.returncode == 0, done.stderr
     return parse_time(json.loads(done.stdout)["now"], "now").seconds + 0.0
 
 
 async def test_make_run_scales_pool_a_up_and_down_driven_only_by_kemuctl(
-    make_run: tuple[Path, str],
+    make_run: tuple[MakeRun, str],
 ) -> None:
-    log_path, clock = make_run
-    await eventually(static_nodes_ready, timeout=90, interval=1)
+    run, clock = make_run
+    kemuctl, get_json = run.kemuctl, run.get_json
+    await eventually(run.static_nodes_ready, timeout=90, interval=1)
     if clock == "virtual":
         done = kemuctl("clock", "rate", "max")
         assert done.returncode == 0, done.stderr
@@ -95,7 +95,7 @@ async def test_make_run_scales_pool_a_up_and_down_driven_only_by_kemuctl(
     done = kemuctl("delete", "-f", str(EXAMPLE))
     assert done.returncode == 0, done.stderr
     deleted = time.monotonic()
-    deleted_at = cluster_now()
+    deleted_at = cluster_now(run)
 
     def pool_gone() -> bool:
         left = get_json("nodes", "-l", f"{GROUP_LABEL}=pool-a")["items"]
@@ -104,11 +104,11 @@ async def test_make_run_scales_pool_a_up_and_down_driven_only_by_kemuctl(
 
     await eventually(pool_gone, timeout=180, interval=1)
     scaled_down_in = time.monotonic() - deleted
-    virtual = cluster_now() - deleted_at
+    virtual = cluster_now(run) - deleted_at
     if clock == "virtual":
         # upstream's default unneeded time: ten virtual minutes went by, in far less wall time
         assert virtual >= 600, virtual
-    log = await anyio.Path(log_path).read_text()
+    log = await anyio.Path(run.log_path).read_text()
     # honcho prefixes each line with the process's name.
     assert re.search(r"autoscaler.*scale-up: node group pool-a \d+->3", log), log[-3000:]
     for name in ("pool-a-0", "pool-a-1", "pool-a-2"):

@@ -1,7 +1,7 @@
 """README's walk, run as written: every ```sh block of its section "A ten-minute walk", one ###
 section at a time, as one bash script (`set -euo pipefail`) in a directory laid out as the
-repository's root next to `make run` (the real Procfile under honcho, make_run_env.py; the
-kubeconfig `make run` writes; `examples/`). Each section must exit 0, and a command followed
+repository's root next to `make run` (make_run_env.py: the real Procfile under honcho, on its
+worker's port base, and the user's shell after `source .kemu/env`; `examples/`). Each section must exit 0, and a command followed
 by the comment `# => TEXT` must print TEXT. The sections run in the reverse of the README's
 order on one cluster, so that each shows what it says after the others ran (the README
 promises they stand alone). A section whose program is not installed (kubectl) is skipped.
@@ -20,21 +20,15 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Final
 
 import pytest
 
 from kemu.testing import eventually_sync
 from kemu.testing.processes import REPO_ROOT
-from tests.integration.make_run.make_run_env import (
-    kemuctl,
-    procfile_running,
-    static_nodes_ready,
-    user_env,
-)
+from tests.integration.make_run.make_run_env import MakeRun, make_run_group, procfile_running
 
-pytestmark = [pytest.mark.integration]
+pytestmark = [pytest.mark.integration, make_run_group("walk")]
 
 README: Final = REPO_ROOT / "README.md"
 WALK_HEADING: Final = "## A ten-minute walk"
@@ -102,41 +96,30 @@ def test_the_walk_has_its_sections() -> None:
 
 
 @pytest.fixture(scope="module")
-def walk_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def walk_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MakeRun]:
     """A fresh `make run CLOCK=virtual` at rate max, in a directory that has what the walk's
-    commands name: `.kemu/kubeconfig` (as the Makefile's run target writes it) and
-    `examples/`."""
+    commands name: `.kemu/kubeconfig` (`make run` writes it) and `examples/`."""
     root = tmp_path_factory.mktemp("walk")
-    with procfile_running(root, "virtual"):
+    with procfile_running(root, "virtual") as run:
         (root / "examples").symlink_to(REPO_ROOT / "examples")
-        config = subprocess.run(
-            [str(shutil.which("python", path=user_env()["PATH"]))]
-            + ["-m", "kemu.machinery.kubeconfig", ".kemu/kubeconfig", "http://127.0.0.1:6445"],
-            cwd=root,
-            env=user_env(),
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        assert config.returncode == 0, config.stderr
-        yield root
+        yield run
 
 
 @pytest.mark.long
 @pytest.mark.timeout(SECTION_TIMEOUT + 120)
 @pytest.mark.parametrize("section", SECTIONS[::-1], ids=[s.title for s in SECTIONS[::-1]])
-def test_walk_section_runs_as_written(walk_root: Path, section: Section) -> None:
-    path = user_env()["PATH"]
-    missing = sorted(p for p in section.programs() if shutil.which(p, path=path) is None)
+def test_walk_section_runs_as_written(walk_run: MakeRun, section: Section) -> None:
+    eventually_sync(walk_run.static_nodes_ready, timeout=90, interval=1)
+    env = walk_run.env()
+    missing = sorted(p for p in section.programs() if shutil.which(p, path=env["PATH"]) is None)
     if missing:
         pytest.skip(f"not installed: {', '.join(missing)}")
-    eventually_sync(static_nodes_ready, timeout=90, interval=1)
-    rate = kemuctl("clock", "rate", "max")
+    rate = walk_run.kemuctl("clock", "rate", "max")
     assert rate.returncode == 0, rate.stderr
     done = subprocess.run(
         ["bash", "-c", section.script()],
-        cwd=walk_root,
-        env=user_env(),
+        cwd=walk_run.root,
+        env=env,
         capture_output=True,
         text=True,
         timeout=SECTION_TIMEOUT,

@@ -16,8 +16,10 @@ from collections.abc import Iterator
 import anyio
 import pytest
 
+from kemu.api.v1 import types_pb2
 from kemu.testing import Cluster
 from kemu.testing.builders import make_node, make_replica_set
+from kemu.testing.informers import wait_cached
 from kemu.testing.scenarios import SCENARIO_LABEL, Scenario
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
@@ -100,12 +102,17 @@ async def test_system_defaults_spread_a_replica_sets_pods_over_hostnames(
             make_replica_set("web")
             .namespace(s.ns)
             .selector(app="web")
-            .replicas(6)
+            .replicas(0)
             .req(cpu="100m", memory="100Mi")
         )
         obj = rs.obj()
         obj.spec.template.spec.node_selector[SCENARIO_LABEL] = s.ns
-        await s.client.create(obj)
+        created = await s.client.create(obj)
+        # The ReplicaSet comes to the scheduler on a watch of its own, which gives no order
+        # against its pods' watch: scaled up once the scheduler holds it (a pod scored before
+        # would have no default selector, as upstream's would).
+        await wait_cached(s.cluster.component("scheduler"), created, timeout=TIMEOUT)
+        await s.client.patch(types_pb2.ReplicaSet, "web", {"spec": {"replicas": 6}}, s.ns)
 
         async def spread() -> Counter[str] | None:
             counts = await placements(s, "app", "web")

@@ -27,8 +27,9 @@ import pytest
 from kemu.api.v1 import types_pb2
 from kemu.client.interface import DELETED
 from kemu.component.featuregate import SCHEDULER_ASYNC_PREEMPTION
-from kemu.testing import Cluster, storage
+from kemu.testing import Cluster, Component, storage
 from kemu.testing.builders import PodBuilder, make_pdb
+from kemu.testing.informers import wait_cached
 from kemu.testing.invariants import PodHistory, PodVersion, assert_invariants, record_pods
 from kemu.testing.scenarios import Scenario, disruption_target
 
@@ -223,10 +224,14 @@ async def wait_event(s: Scenario, reason: str, name: str, text: str) -> types_pb
     return result
 
 
-async def wait_pdb(s: Scenario, name: str, *, healthy: int, allowed: int) -> None:
-    """Until the disruption controller has written the PDB's status for the current pods."""
+async def wait_pdb(
+    s: Scenario, name: str, *, healthy: int, allowed: int, seen_by: Component
+) -> None:
+    """Until the disruption controller has written the PDB's status for the current pods, and
+    the scheduler `seen_by` holds that status (upstream's waitCachedPDBsStable: the PDB comes on
+    a watch of its own, which gives no order against the preemptor's pod watch)."""
 
-    async def synced() -> bool:
+    async def synced() -> types_pb2.PodDisruptionBudget:
         pdb = await s.client.get(types_pb2.PodDisruptionBudget, name, s.ns)
         st = pdb.status
         assert st.observed_generation == pdb.metadata.generation, f"{name}: not observed yet"
@@ -234,9 +239,9 @@ async def wait_pdb(s: Scenario, name: str, *, healthy: int, allowed: int) -> Non
             f"{name}: currentHealthy {st.current_healthy}, disruptionsAllowed "
             f"{st.disruptions_allowed}; want {healthy}, {allowed}"
         )
-        return True
+        return pdb
 
-    await s.eventually(synced, timeout=TIMEOUT)
+    await wait_cached(seen_by, await s.eventually(synced, timeout=TIMEOUT), timeout=TIMEOUT)
 
 
 def assert_only(what: str, got: Collection[str], want: Collection[str]) -> None:
@@ -397,7 +402,9 @@ async def test_s_pre_13_pick_one_node_for_preemption(cluster: Cluster, row: Pick
                 .min_available(1)
                 .obj()
             )
-            await wait_pdb(s, "protect-a", healthy=1, allowed=0)
+            await wait_pdb(
+                s, "protect-a", healthy=1, allowed=0, seen_by=cluster.component("scheduler")
+            )
 
         await s.create(s.pod("preemptor", priority=10, cpu="4"))
 
@@ -595,7 +602,7 @@ async def test_s_pre_16a_pdb_pods_reprieved_before_mid_priority(cluster: Cluster
                 node="node-1",
             )
         await s.run(s.pod("mid-pod3", priority=MEDIUM, cpu="100m", memory="100"), node="node-1")
-        await wait_pdb(s, "pdb", healthy=2, allowed=0)
+        await wait_pdb(s, "pdb", healthy=2, allowed=0, seen_by=cluster.component("scheduler"))
 
         await s.create(s.pod("preemptor", priority=HIGH, cpu="300m", memory="200"))
         assert await s.wait_bound("preemptor", timeout=TIMEOUT) == s.node_name("node-1")
@@ -619,7 +626,7 @@ async def test_s_pre_16b_node_without_pdb_violation_preferred(cluster: Cluster) 
             node="node-1",
         )
         await s.run(s.pod("mid-pod2", priority=MEDIUM, cpu="100m", memory="100"), node="node-2")
-        await wait_pdb(s, "pdb", healthy=1, allowed=0)
+        await wait_pdb(s, "pdb", healthy=1, allowed=0, seen_by=cluster.component("scheduler"))
 
         await s.create(s.pod("preemptor", priority=HIGH, cpu="500m", memory="200"))
         assert await s.wait_bound("preemptor", timeout=TIMEOUT) == s.node_name("node-2")
@@ -657,8 +664,8 @@ async def test_s_pre_16c_node_without_violation_and_lower_victims_preferred(
             if label:
                 pod.label(label, "bar")
             await s.run(pod, node=node)
-        await wait_pdb(s, "pdb-1", healthy=1, allowed=0)
-        await wait_pdb(s, "pdb-2", healthy=5, allowed=3)
+        await wait_pdb(s, "pdb-1", healthy=1, allowed=0, seen_by=cluster.component("scheduler"))
+        await wait_pdb(s, "pdb-2", healthy=5, allowed=3, seen_by=cluster.component("scheduler"))
 
         await s.create(s.pod("preemptor", priority=HIGH, cpu="500m", memory="400"))
         assert await s.wait_bound("preemptor", timeout=TIMEOUT) == s.node_name("node-3")

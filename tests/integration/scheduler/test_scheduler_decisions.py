@@ -8,6 +8,8 @@ victims with their priorities."""
 from __future__ import annotations
 
 import json
+import re
+import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -250,6 +252,92 @@ async def test_a_preemptors_record_names_the_node_and_the_victims(cluster: Clust
         assert f"nominations of lower priority to that node cleared: {ns}/mid" in text
         assert f"nominatedNodeName cleared ({ns}-node) by the apiserver" in text
         assert text.rstrip().endswith(f"now: bound to {ns}-node")
+
+
+async def test_kemuctl_why_counts_each_node_once_and_tells_the_creation_first(
+    cluster: Cluster,
+) -> None:
+    """Issue #58 item 5: high (1000, 2 cpu) preempts low on node x and is nominated there;
+    x is cordoned, node y comes, low goes, and high's next attempt tries x alone first
+    (PreferNominatedNode), then every node, and binds to y. The nodes evaluated are
+    upstream's (feasible + rejected: each node once), never more than the cluster's ("5 of
+    4 nodes evaluated" counted x twice). With the scheduler's clock 5 s behind the
+    apiserver's (a virtual clock's follower lags so), its attempts are dated before the pod's
+    creation: the story still starts with it."""
+    async with Client(cluster.server, timeout=10.0) as c:
+        ns = await create_namespace(c, "recount")
+        for name, value in [("low", 10), ("high", 1000)]:
+            await c.create(make_priority_class(f"{ns}-{name}", value).obj())
+        group = {"group": ns}
+
+        async def node(name: str) -> None:
+            await c.create(
+                make_node(f"{ns}-{name}").labels(group).capacity(cpu="2", pods="10").obj()
+            )
+
+        def pod(name: str) -> Any:
+            return (
+                make_pod(name)
+                .namespace(ns)
+                .req(cpu="2")
+                .priority_class(f"{ns}-{name}")
+                .node_selector(group)
+                .obj()
+            )
+
+        await node("x")
+        await c.create(pod("low"))
+
+        async def placed(name: str, node: str) -> bool:
+            assert (await c.get(types_pb2.Pod, name, ns)).spec.node_name == node
+            return True
+
+        await eventually(lambda: placed("low", f"{ns}-x"), timeout=30)
+        cluster.skew_clock("scheduler", -5.0)
+        try:
+            await anyio.sleep(1.5)  # (the skew file is read within a second)
+            await c.create(pod("high"))
+
+            async def nominated() -> bool:
+                pod = await c.get(types_pb2.Pod, "high", ns)
+                assert pod.status.nominated_node_name == f"{ns}-x", pod.status
+                # (its failed cycle over: node y's arrival then requeues it)
+                condition = get_pod_condition(pod.status, "PodScheduled")
+                assert condition is not None and condition.status == "False", pod.status
+                return True
+
+            await eventually(nominated, timeout=30)
+            # x cordoned, y added, then low gone (no kubelet finishes it): the preemptor is
+            # held at PreEnqueue until its last victim's deletion is seen, and then tries x
+            # alone first, in vain.
+            await c.patch(types_pb2.Node, f"{ns}-x", {"spec": {"unschedulable": True}})
+            await node("y")
+            await c.delete(types_pb2.Pod, "low", ns, grace_period_seconds=0)
+            await eventually(lambda: placed("high", f"{ns}-y"), timeout=30)
+            scheduler = f"http://127.0.0.1:{cluster.component('scheduler').metrics_port}"
+            done = await anyio.to_thread.run_sync(
+                lambda: kemuctl(cluster, "why", "pod/high", "-n", ns, "--scheduler", scheduler)
+            )
+        finally:
+            cluster.skew_clock("scheduler", 0.0)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[1].split()[1] == "created", done.stdout
+    (line,) = [x for x in lines if f"scheduled on {ns}-y" in x]
+    evaluated, of = (int(w) for w in re.findall(r"\((\d+) of (\d+) nodes evaluated", line)[0])
+    assert 2 <= evaluated <= of, line
+
+    # The scheduler's events as upstream's events.k8s.io/v1 recorder writes them: no
+    # deprecatedSource, reportingInstance "default-scheduler-<host>"; kubectl describe's From is
+    # the component alone, `get events -o wide`'s SOURCE component and instance.
+    def described() -> str:
+        text = kemuctl(cluster, "describe", "pod", "high", "-n", ns).stdout
+        assert re.search(r"Normal\s+Scheduled\s+\S+\s+default-scheduler\s+Successfully", text), text
+        return text
+
+    await eventually(lambda: anyio.to_thread.run_sync(described), timeout=30)
+    wide = kemuctl(cluster, "get", "events", "-n", ns, "-o", "wide").stdout
+    assert f"default-scheduler, default-scheduler-{socket.gethostname()}" in wide, wide
 
 
 async def test_kemuctl_why_tells_a_gang_members_hold_and_its_groups_cycle(

@@ -48,19 +48,37 @@ profiles:
   plugins: {multiPoint: {enabled: [{name: SlowPreBind}, {name: WaitingPermit}]}}
 - schedulerName: other-scheduler
 """
+# A 1.33 kube-scheduler beside it, for the rules that changed since (at -v 4: SlowPreBind's
+# "PreBind of ... takes" line tells when a pod is in PreBind, which 1.33 shows nowhere else).
+OLD_SCHEDULER: Final = "scheduler-1-33"
+OLD_CONFIG: Final = f"""\
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: {OLD_SCHEDULER}
+  plugins: {{multiPoint: {{enabled: [{{name: SlowPreBind}}]}}}}
+"""
 TIMEOUT: Final = 20.0
 NO_NODES: Final = "no nodes available to schedule pods"
 
 
 @contextmanager
 def _started(root: Path) -> Iterator[Cluster]:
-    """etcd, apiserver and kube-scheduler with CONFIG (no nodes)."""
+    """etcd, apiserver and kube-scheduler with CONFIG (no nodes), and the 1.33 one."""
     with Cluster(root) as c:
         config = Path(c.root) / "scheduler.yaml"
         config.write_text(CONFIG)
+        old_config = Path(c.root) / "scheduler-1-33.yaml"
+        old_config.write_text(OLD_CONFIG)
         c.start_etcd()
         c.start_apiserver()
         c.start_scheduler(config=str(config), extra_args=["--seed", "1"])
+        c.start_scheduler(
+            name=OLD_SCHEDULER,
+            config=str(old_config),
+            emulated_version="1.33",
+            extra_args=["--seed", "1", "--v", "4"],
+        )
         yield c
 
 
@@ -125,6 +143,65 @@ async def test_a_namesake_recreated_mid_binding_is_never_bound_to_the_old_pods_n
         await s.holds(unbound, seconds=2.0)
         await history.sync(s.client, timeout=TIMEOUT)
         assert not any(v.pod.spec.node_name for v in history.versions[new.metadata.uid])
+
+
+@pytest.mark.parametrize(
+    ("scheduler", "inherits"),
+    [("default-scheduler", False), (OLD_SCHEDULER, True)],
+    ids=["1.37", "1.33"],
+)
+async def test_a_namesake_recreated_mid_binding_gets_none_of_the_old_pods_failure(
+    cluster: Cluster, scheduler: str, inherits: bool
+) -> None:
+    """The old pod's Bind fails (its uid precondition) while the informer holds a namesake,
+    created gated so that it is never scheduled itself. From 1.34 (kubernetes#138324) the
+    failure handling, which finds the pod by name, sees another uid and leaves the namesake
+    alone; 1.33 requeued it and gave it the old pod's PodScheduled=False and FailedScheduling."""
+    process = "scheduler" if scheduler == "default-scheduler" else OLD_SCHEDULER
+    conflict = 'Operation cannot be fulfilled on pods "p"'
+    async with scenario(cluster, "namesake-failure") as (s, _):
+        node = await s.bare_node("node", cpu="2", memory="1Gi", pods="10")
+        old = await s.create(
+            s.pod("p", cpu="1").annotation(ANNOTATION_DELAY, "3s").scheduler_name(scheduler)
+        )
+        if inherits:  # 1.33: no nominatedNodeName while PreBind works (KEP-5278 is 1.34)
+            await s.wait_logged(process, f"PreBind of {s.ns}/p on {node} takes", TIMEOUT)
+        else:
+            await _in_pre_bind(s, "p", "node")
+        await s.client.delete(types_pb2.Pod, "p", s.ns)
+        await s.wait_gone("p", timeout=TIMEOUT)
+        new = await s.create_held(s.pod("p", cpu="1").scheduler_name(scheduler))
+        assert new.metadata.uid != old.metadata.uid
+        await s.wait_logged(process, conflict, TIMEOUT)
+
+        async def failure_of(uid: str) -> list[str]:
+            pod = await s.get("p")
+            assert pod.metadata.uid == uid
+            condition = _pod_scheduled(pod)
+            events = [
+                e.message
+                for e in await s.events("FailedScheduling", "p")
+                if e.involved_object.uid == uid
+            ]
+            if condition is not None and conflict in condition.message:
+                events.append(f"PodScheduled: {condition.message}")
+            return events
+
+        if inherits:
+
+            async def inherited() -> bool:
+                got = await failure_of(new.metadata.uid)
+                assert any(conflict in m for m in got), got
+                assert any(m.startswith("PodScheduled: ") for m in got), got
+                return True
+
+            await s.eventually(inherited, timeout=TIMEOUT)
+        else:
+
+            async def untouched() -> None:
+                assert not await failure_of(new.metadata.uid)
+
+            await s.holds(untouched, seconds=2.0)
 
 
 async def test_an_unschedulable_prebind_failure_backs_off_instead_of_waiting_in_the_pool(

@@ -1,5 +1,6 @@
 """The scheduler's volume plugins on real processes (etcd, apiserver, scheduler at 1.37 with its
-default profile, one kubelet per node): VolumeBinding's static volumes and WaitForFirstConsumer
+default profile, and one at 1.22 whose default profile is named OLD_SCHEDULER, for the rules
+that changed since; one kubelet per node, or bare Node objects): VolumeBinding's static volumes and WaitForFirstConsumer
 provisioning with KEP-5278's nominatedNodeName while PreBind waits (S-NNE-6's shape with
 VolumeBinding in place of SlowPreBind), VolumeZone's and NodeVolumeLimits' reasons.
 
@@ -18,7 +19,12 @@ import pytest
 
 from kemu.api.v1 import types_pb2
 from kemu.client.interface import DELETED
-from kemu.machinery.storage import ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE
+from kemu.machinery.storage import (
+    ANN_BIND_COMPLETED,
+    ANN_BOUND_BY_CONTROLLER,
+    ANN_SELECTED_NODE,
+    CLAIM_LOST,
+)
 from kemu.testing import Cluster, storage
 from kemu.testing.builders import PodBuilder
 from kemu.testing.eventually import eventually
@@ -34,12 +40,24 @@ PROVISIONER: Final = "provisioner.kemu.test"
 CSI_DRIVER: Final = "csi.kemu.test"
 
 
+OLD_SCHEDULER: Final = "scheduler-1-22"
+LOST_CLAIM: Final = 'persistentvolumeclaim "data" bound to non-existent persistentvolume "gone"'
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    with Cluster(tmp_path_factory.mktemp("volume-scheduling")) as c:
+    root = tmp_path_factory.mktemp("volume-scheduling")
+    old_config = root / "scheduler-1-22.yaml"
+    old_config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\n"
+        "kind: KubeSchedulerConfiguration\n"
+        f"profiles:\n- schedulerName: {OLD_SCHEDULER}\n"
+    )
+    with Cluster(root) as c:
         c.start_etcd()
         c.start_apiserver()
         c.start_scheduler()
+        c.start_scheduler(name="scheduler-1-22", config=str(old_config), emulated_version="1.22")
         yield c
 
 
@@ -230,3 +248,61 @@ async def test_node_volume_limits_reason(cluster: Cluster) -> None:
         assert await s.wait_bound("first", timeout=TIMEOUT) == node
         await s.create(with_claims(s.pod("second"), "b"))
         await failed_scheduling(s, "second", "node(s) exceed max volume count")
+
+
+@pytest.mark.parametrize(
+    ("scheduler", "reason"),
+    [("default-scheduler", LOST_CLAIM), (OLD_SCHEDULER, '"gone"')],
+    ids=["1.37", "1.22"],
+)
+async def test_a_lost_claim_is_refused_at_pre_filter_from_1_23(
+    cluster: Cluster, scheduler: str, reason: str
+) -> None:
+    """A claim whose volume is gone (phase Lost, as the PV controller leaves it): VolumeBinding's
+    PreFilter refuses the pod at once, naming the claim and the volume (kubernetes#105245, 1.23);
+    at 1.22 another plugin refuses it for the missing volume (kemu's VolumeZone: its PreFilter
+    at every version), never with that message."""
+    async with Scenario.open(cluster, "vol-lost") as s:
+        await s.bare_node("node", cpu="4", memory="8Gi", pods="32")
+        api = s.client
+        sc = storage.storage_class(f"{s.ns}-wffc")
+        await api.create(sc)
+        c = storage.claim(s.ns, "data", sc.metadata.name)
+        c.spec.volume_name = "gone"
+        c.metadata.annotations[ANN_BIND_COMPLETED] = "yes"
+        await api.create(c)
+        await api.patch(
+            types_pb2.PersistentVolumeClaim,
+            "data",
+            {"status": {"phase": CLAIM_LOST}},
+            s.ns,
+            subresource="status",
+        )
+        await s.create(with_claims(s.pod("test-pod").scheduler_name(scheduler), "data"))
+        event = await failed_scheduling(s, "test-pod", reason)
+        if reason != LOST_CLAIM:
+            assert LOST_CLAIM not in event.message, event.message
+
+
+async def test_a_pod_deleted_while_prebind_waits_stops_waiting(cluster: Cluster) -> None:
+    """VolumeBinding's PreBind waits (bindTimeoutSeconds, 600 s) for a claim no provisioner
+    serves; the pod is deleted: the wait ends at its next poll, "pod does not exist any more"
+    (upstream binder.go checkBindings), and the binding cycle fails."""
+    async with Scenario.open(cluster, "vol-deleted") as s:
+        node = await s.bare_node("node", cpu="4", memory="8Gi", pods="32")
+        api = s.client
+        sc = storage.storage_class(f"{s.ns}-wffc", PROVISIONER)
+        await api.create(sc)
+        await api.create(storage.claim(s.ns, "data", sc.metadata.name))
+        await s.create(with_claims(s.pod("test-pod"), "data"))
+
+        async def pre_bind_waits() -> bool:
+            claim = await api.get(types_pb2.PersistentVolumeClaim, "data", s.ns)
+            assert claim.metadata.annotations.get(ANN_SELECTED_NODE) == node, "not selected"
+            return True
+
+        await eventually(pre_bind_waits, timeout=TIMEOUT)
+        await api.delete(types_pb2.Pod, "test-pod", s.ns)
+        await s.wait_logged(
+            "scheduler", 'pod does not exist any more: pod "test-pod" not found', TIMEOUT
+        )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
+from unittest.mock import ANY
 
 import anyio
 import pytest
@@ -25,10 +26,12 @@ from kemu.client.comparer import (
     compare,
     difference,
     informer_sources,
+    informers_report,
 )
 from kemu.client.fake import FakeClient
 from kemu.client.informer import InformerFactory
 from kemu.component.clock import FakeClock
+from kemu.component.health import DebugRequestError
 from kemu.machinery.errors import Unavailable
 from kemu.testing.fake_time import advance, settle, wait_until
 
@@ -323,3 +326,41 @@ async def test_the_comparer_runs_once_per_trigger_and_reports_the_last_result(
 @pytest.mark.anyio
 async def test_no_sources_before_the_informers_exist() -> None:
     assert informer_sources(None) == []
+
+
+# ---------------------------------------------------------------- GET /debug/informers
+
+
+def _rows(factory: InformerFactory | None, **query: str) -> list[dict[str, Any]]:
+    report: dict[str, Any] = informers_report(lambda: factory, query)  # (JSON: an edge)
+    rows: list[dict[str, Any]] = report["informers"]
+    return rows
+
+
+@pytest.mark.anyio
+async def test_the_informers_report_says_which_version_of_an_object_each_informer_holds(
+    tg: TaskGroup,
+) -> None:
+    clock = FakeClock()
+    fake = FakeClient(pod("a"), node("n1"), clock=clock)
+    factory = await _informers(tg, fake, clock)
+    fake.hold_watches("pods")  # the next change has not reached the informer
+    a = await fake.patch(Pod, "a", {"metadata": {"labels": {"v": "2"}}})
+    (row,) = _rows(factory, resource="pods", key="default/a")
+    assert (row["name"], row["synced"], row["objects"]) == ("pods", True, 1)
+    assert row["cached"] and row["cached"] != a.metadata.resource_version
+    fake.release_watches("pods")
+    await wait_until(
+        lambda: (
+            _rows(factory, resource="pods", key="default/a")
+            == [{**row, "cached": a.metadata.resource_version, "resourceVersion": ANY}]
+        )
+    )
+    assert _rows(factory, resource="pods", key="default/gone")[0]["cached"] == ""
+    assert sorted(r["resource"] for r in _rows(factory)) == ["nodes", "pods"]
+
+
+def test_the_informers_report_names_a_resource_it_has_no_informer_of() -> None:
+    with pytest.raises(DebugRequestError, match=r"resource: no informer of 'leases' here"):
+        _rows(None, resource="leases")
+    assert _rows(None) == []

@@ -9,7 +9,7 @@ import pytest
 from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
-from kemu.client.events import EventRecorder
+from kemu.client.events import EventApi, EventRecorder
 from kemu.client.fake import FakeClient
 from kemu.component.clock import FakeClock
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
@@ -66,8 +66,10 @@ async def test_a_component_view_reports_as_its_component_with_a_related_object()
     client = FakeClient()
     victim = await client.create(make_pod("victim").namespace("ns").obj())
     preemptor = await client.create(make_pod("preemptor").namespace("ns").obj())
-    recorder = EventRecorder(client, "default-scheduler", host="h", clock=FakeClock())
-    other = recorder.for_component("other-scheduler", "other-scheduler-h")
+    recorder = EventRecorder(
+        client, "default-scheduler", api=EventApi.EVENTS_V1, host="h", clock=FakeClock()
+    )
+    other = recorder.for_component("other-scheduler")
     async with anyio.create_task_group() as tg:
         await tg.start(recorder.run)
         other.event(victim, EVENT_NORMAL, "Preempted", "Preempting", "m", related=preemptor)
@@ -83,7 +85,7 @@ async def test_a_component_view_reports_as_its_component_with_a_related_object()
         "other-scheduler",
         "other-scheduler-h",
     )
-    assert event.source.component == "other-scheduler"
+    assert (event.source.component, event.source.host) == ("", "")  # (no deprecatedSource)
     assert (event.related.name, event.related.uid) == ("preemptor", preemptor.metadata.uid)
 
 

@@ -205,7 +205,11 @@ async def test_unbindable_metrics_port_exits_1(caplog: pytest.LogCaptureFixture)
             )
     assert code == 1
     assert started == []
-    assert f"cannot serve metrics on 127.0.0.1:{port}" in caplog.text
+    address = f"127.0.0.1:{port}"
+    assert (
+        f"c: failed to listen on {address}: listen tcp {address}: bind: address already in use"
+        in caplog.text
+    )
 
 
 async def test_retry_until_ready_backs_off_and_logs_sparingly(

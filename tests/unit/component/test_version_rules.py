@@ -19,13 +19,21 @@ def test_every_rule_of_the_table_is_a_field_of_the_resolved_rules() -> None:
     ("minor", "expected"),
     [
         (21, set()),
-        (23, {"assumed_pod_ttl_15m", "storage_provisioner_annotation"}),
+        (
+            23,
+            {
+                "assumed_pod_ttl_15m",
+                "storage_provisioner_annotation",
+                "volume_binding_lost_claim_pre_filter",
+            },
+        ),
         (
             26,
             {
                 "assumed_pods_never_expire",
                 "storage_provisioner_annotation",
                 "newest_default_storage_class",
+                "volume_binding_lost_claim_pre_filter",
             },
         ),
         (
@@ -37,6 +45,7 @@ def test_every_rule_of_the_table_is_a_field_of_the_resolved_rules() -> None:
                 "preemption_by_scheduler",
                 "pdb_unhealthy_pod_eviction_policy",
                 "kubelet_kube_api_qps_50",
+                "volume_binding_lost_claim_pre_filter",
             },
         ),
         (
@@ -50,6 +59,7 @@ def test_every_rule_of_the_table_is_a_field_of_the_resolved_rules() -> None:
                 "pdb_unhealthy_pod_eviction_policy",
                 "kubelet_kube_api_qps_50",
                 "node_monitor_grace_period_50s",
+                "volume_binding_lost_claim_pre_filter",
             },
         ),
         (
@@ -64,6 +74,8 @@ def test_every_rule_of_the_table_is_a_field_of_the_resolved_rules() -> None:
                 "kubelet_kube_api_qps_50",
                 "node_monitor_grace_period_50s",
                 "nominated_node_name_kept_on_failure",
+                "volume_binding_lost_claim_pre_filter",
+                "scheduling_failure_checks_uid",
             },
         ),
         (
@@ -78,6 +90,10 @@ def test_every_rule_of_the_table_is_a_field_of_the_resolved_rules() -> None:
                 "kubelet_kube_api_qps_50",
                 "node_monitor_grace_period_50s",
                 "podgroup_protection_controller",
+                "volume_binding_lost_claim_pre_filter",
+                "scheduling_failure_checks_uid",
+                "preempt_pre_bind_in_memory",
+                "preempted_waiting_pod_backs_off",
             },
         ),
         (
@@ -96,6 +112,10 @@ def test_every_rule_of_the_table_is_a_field_of_the_resolved_rules() -> None:
                 "podgroup_protection_controller",
                 "podgroup_protection_admission",
                 "job_workload_builder",
+                "volume_binding_lost_claim_pre_filter",
+                "scheduling_failure_checks_uid",
+                "preempt_pre_bind_in_memory",
+                "preempted_waiting_pod_backs_off",
             },
         ),
     ],

@@ -552,15 +552,33 @@ def names_of_events(c: Cluster) -> list[str]:
     return sorted(e[0] for e in c.recorder.events)
 
 
+def assumed_victim(c: Cluster, name: str) -> types_pb2.Pod:
+    """A pod of priority 1 asking 4 CPUs, assumed on n1 (in its binding cycle)."""
+    victim = c.add(pod(name, 1, "4"))
+    assumed = types_pb2.Pod()
+    assumed.CopyFrom(victim)
+    assumed.spec.node_name = "n1"
+    c.cache.assume_pod(assumed)
+    return assumed
+
+
 @pytest.mark.anyio
-async def test_victim_waiting_at_permit_is_rejected_not_deleted() -> None:
-    async with cluster() as c:
+@pytest.mark.parametrize(
+    ("minor", "outcome", "suffix"),
+    [
+        (35, Code.UNSCHEDULABLE, ""),
+        (36, Code.ERROR, " (in kube-scheduler memory)."),
+    ],
+)
+async def test_victim_waiting_at_permit_is_preempted_in_memory(
+    minor: int, outcome: Code, suffix: str
+) -> None:
+    """Never deleted: rejected (Unschedulable) before 1.36, preempted (an Error, so that it
+    backs off) since kubernetes#135719, whose event says "in kube-scheduler memory"."""
+    fg = FeatureGates.for_version(Version(1, minor), {})
+    async with cluster(feature_gates=fg) as c:
         c.node("n1", cpu="4")
-        waiting = c.add(pod("waiting", 1, "4"))  # not bound yet: assumed, held at Permit
-        assumed = types_pb2.Pod()
-        assumed.CopyFrom(waiting)
-        assumed.spec.node_name = "n1"
-        c.cache.assume_pod(assumed)
+        assumed = assumed_victim(c, "waiting")
         wp = WaitingPod(assumed, {"SomePermit": 60.0}, c.clock)
         c.waiting.add(wp)
         p = c.add(pod("p", 10, "4"))
@@ -569,9 +587,77 @@ async def test_victim_waiting_at_permit_is_rejected_not_deleted() -> None:
 
         result, status = await c.plugin.post_filter(state, p, statuses)
         assert (result, status) == (PostFilterResult("n1"), SUCCESS)
+        await settle()
         assert c.actions_on("waiting") == []
-        assert await wp.wait() == Status(Code.UNSCHEDULABLE, ("preempted",), "DefaultPreemption")
+        assert await wp.wait() == Status(outcome, ("preempted",), "DefaultPreemption")
         assert names_of_events(c) == ["waiting"]
+        message = c.recorder.events[0][4]
+        assert message == f"Preempted by pod {p.metadata.uid} on node n1{suffix}"
+
+
+@pytest.mark.anyio
+async def test_victim_allowed_at_permit_before_its_preemption_is_deleted() -> None:
+    """1.36: `preempt` refuses a waiting pod that already has its outcome (allowed): the
+    victim is then preempted through the API."""
+    async with cluster() as c:
+        c.node("n1", cpu="4")
+        assumed = assumed_victim(c, "waiting")
+        wp = WaitingPod(assumed, {"SomePermit": 60.0}, c.clock)
+        c.waiting.add(wp)
+        wp.allow("SomePermit")
+        p = c.add(pod("p", 10, "4"))
+        await settle()
+        state, statuses = c.cycle(p)
+
+        result, status = await c.plugin.post_filter(state, p, statuses)
+        assert (result, status) == (PostFilterResult("n1"), SUCCESS)
+        await settle()
+        assert c.actions_on("waiting") == [("patch", "status"), ("delete", "")]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("minor", [35, 36])
+async def test_victim_in_pre_bind_is_cancelled_in_memory_from_1_36(minor: int) -> None:
+    """kubernetes#135502: a victim registered in PreBind has its binding cycle cancelled, no
+    API call; before 1.36 it is marked and deleted. Once prebound it is deleted at 1.36 too."""
+    fg = FeatureGates.for_version(Version(1, minor), {})
+    async with cluster(feature_gates=fg) as c:
+        c.node("n1", cpu="4")
+        assumed = assumed_victim(c, "binding")
+        entry = c.fwk.add_pod_in_pre_bind(assumed.metadata.uid)
+        p = c.add(pod("p", 10, "4"))
+        await settle()
+        state, statuses = c.cycle(p)
+
+        result, status = await c.plugin.post_filter(state, p, statuses)
+        assert (result, status) == (PostFilterResult("n1"), SUCCESS)
+        await settle()
+        if minor >= 36:
+            assert c.actions_on("binding") == []
+            assert entry.cause == "preempted by DefaultPreemption"
+            assert entry.scope.cancel_called
+            assert not entry.mark_prebound()
+            assert c.recorder.events[0][4].endswith(" (in kube-scheduler memory).")
+        else:
+            assert c.actions_on("binding") == [("patch", "status"), ("delete", "")]
+            assert entry.cause is None
+
+
+@pytest.mark.anyio
+async def test_victim_past_pre_bind_is_deleted() -> None:
+    async with cluster() as c:
+        c.node("n1", cpu="4")
+        assumed = assumed_victim(c, "binding")
+        entry = c.fwk.add_pod_in_pre_bind(assumed.metadata.uid)
+        assert entry.mark_prebound()
+        p = c.add(pod("p", 10, "4"))
+        await settle()
+        state, statuses = c.cycle(p)
+
+        await c.plugin.post_filter(state, p, statuses)
+        await settle()
+        assert c.actions_on("binding") == [("patch", "status"), ("delete", "")]
+        assert entry.cause is None
 
 
 @pytest.mark.anyio
@@ -841,6 +927,43 @@ async def test_async_preemption_whose_last_victim_waited_at_permit_ends_the_hold
         assert c.actions_on("waiting") == []
         assert c.pod_lister.get("waiting", "default") is not None
         assert c.plugin.pre_enqueue(p) == SUCCESS
+        assert c.activated == []
+
+
+@pytest.mark.anyio
+async def test_async_preemption_whose_last_victim_was_in_pre_bind_ends_the_hold_with_it() -> None:
+    """1.36+: the victim's binding cycle is cancelled, not deleted; the hold ends with the task,
+    before the victim's binding cycle (a task of its own) can send its AssignedPodDelete, so
+    that event finds the preemptor free (kubernetes#140082 cannot happen here)."""
+    async with cluster(async_preemption=True) as c:
+        c.node("n1", cpu="4")
+        assumed = assumed_victim(c, "binding")
+        entry = c.fwk.add_pod_in_pre_bind(assumed.metadata.uid)
+        cancelled = anyio.Event()
+        cancel_pod = entry.cancel_pod
+
+        def cancel_and_tell(message: str) -> bool:
+            done = cancel_pod(message)
+            cancelled.set()
+            return done
+
+        entry.cancel_pod = cancel_and_tell  # type: ignore[method-assign]
+        seen: list[Status] = []
+
+        async def victims_binding_cycle() -> None:
+            # Woken by the cancellation, it runs once the task that cancelled has yielded.
+            await cancelled.wait()
+            seen.append(c.plugin.pre_enqueue(p))
+
+        p = c.add(pod("p", 10, "4"))
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(victims_binding_cycle)
+            await settle()
+            state, statuses = c.cycle(p)
+            await c.plugin.post_filter(state, p, statuses)
+        assert seen == [SUCCESS]
+        await settle()
+        assert c.actions_on("binding") == []
         assert c.activated == []
 
 

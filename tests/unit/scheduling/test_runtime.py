@@ -777,6 +777,31 @@ async def test_pre_bind_rejection_names_plugin_and_exception_is_error() -> None:
 
 
 @pytest.mark.anyio
+async def test_pre_bind_of_a_registered_pod_is_cancellable_until_prebound() -> None:
+    """kemu.scheduling.pods_in_pre_bind: a cancellation that came first fails PreBind as a
+    cancelled context would ("context canceled", naming the last plugin run); without one the
+    pod is marked prebound and no longer cancellable."""
+    reg = registry(A=FakePreBind, B=FakePreBind)
+    fwk = framework(reg, ["A", "B"])
+    entry = fwk.add_pod_in_pre_bind(POD.metadata.uid)
+    assert fwk.get_pod_in_pre_bind(POD.metadata.uid) is entry
+    assert entry.cancel_pod("preempted by DefaultPreemption")
+    s = await fwk.run_pre_bind_plugins(CycleState(), POD, "n1")
+    assert (s.code, s.plugin, s.message()) == (
+        Code.ERROR,
+        "B",
+        'running PreBind plugin "B": context canceled',
+    )
+    fwk.remove_pod_in_pre_bind(POD.metadata.uid)
+    assert fwk.get_pod_in_pre_bind(POD.metadata.uid) is None
+
+    entry = fwk.add_pod_in_pre_bind(POD.metadata.uid)
+    assert (await fwk.run_pre_bind_plugins(CycleState(), POD, "n1")).is_success()
+    assert not entry.cancel_pod("too late")
+    assert entry.cause is None
+
+
+@pytest.mark.anyio
 async def test_bind_first_plugin_that_does_not_skip_binds() -> None:
     calls: list[str] = []
     reg = registry(X=FakeBinderLike, Y=FakeBinderLike)

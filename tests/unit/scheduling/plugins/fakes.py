@@ -19,6 +19,7 @@ from kemu.scheduling.interface import (
     CycleState,
     EventRecorder,
     NodeInfoLister,
+    PodInPreBind,
     PodNominator,
     PreemptionExecutor,
     SharedLister,
@@ -47,6 +48,10 @@ class FakeWaitingPod:
 
     def reject(self, plugin: str, message: str) -> None:
         self.rejected.append((plugin, message))
+
+    def preempt(self, plugin: str, message: str) -> bool:
+        self.rejected.append((plugin, message))
+        return True
 
     def pending_plugins(self) -> builtins.list[str]:
         return [p for p in self.plugins if p not in self.allowed_by]
@@ -273,6 +278,9 @@ class FakeHandle:
 
     def iterate_over_waiting_pods(self) -> Iterable[WaitingPod]:
         return list(self.waiting_pods.values())
+
+    def get_pod_in_pre_bind(self, uid: str) -> PodInPreBind | None:
+        return None
 
     def preemption_executor(self) -> PreemptionExecutor | None:
         return None
