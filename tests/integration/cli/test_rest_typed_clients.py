@@ -324,10 +324,7 @@ def kubectl(cluster: Cluster) -> Kubectl:
     return Kubectl(cluster)
 
 
-_API_PREFIX = {
-    "rbac.authorization.k8s.io": "RbacAuthorization",
-    "flowcontrol.apiserver.k8s.io": "FlowcontrolApiserver",
-}
+_API_PREFIX = {"rbac.authorization.k8s.io": "RbacAuthorization"}
 """The client's API class prefix where it is not the group's first word capitalized."""
 
 
