@@ -35,11 +35,11 @@ from autoscaler.options import COMPONENT, build_parser, settings_from_args
 from autoscaler.static_autoscaler import ListerRegistry, Reporting, StaticAutoscaler
 from autoscaler.status import StatusWriter
 from kemu.api.v1 import types_pb2
-from kemu.client.client import Client
 from kemu.client.cloudprovider import CloudProviderClient
 from kemu.client.comparer import CacheComparer, Source, informer_sources
 from kemu.client.controlplane import (
     Elected,
+    component_client,
     run_elected,
 )
 from kemu.client.events import EventRecorder
@@ -75,7 +75,7 @@ def main(argv: Sequence[str] | None = None, out_of_tree: Registry | None = None)
 
 
 async def run(settings: AutoscalerSettings, ctx: ComponentContext) -> None:
-    client = Client(settings.server, user_agent=COMPONENT)
+    client = component_client(settings.server, COMPONENT, settings.client_connection, ctx)
     cloud = CloudProviderClient(settings.cloud_provider_address)
     logger.info("the cloud's node-group API: %s", cloud.address)
     try:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from autoscaler.scaledown.options import ScaleDownOptions
 from kemu.client.leaderelection import LeaderElectionConfig
+from kemu.component.client_connection import DEFAULT_BURST, DEFAULT_QPS, ClientConnection
 from kemu.component.version import Version
 from kemu.component.version_rules import VersionRules
 from kemu.machinery.resources import SCHEDULER_DEFAULTS, PodResourcesOptions
@@ -75,3 +76,6 @@ class AutoscalerSettings:
     """--seed: of the random expander's choices."""
     record_decisions: bool = False
     """--record-decisions: every loop recorded, served at /debug/decisions."""
+    client_connection: ClientConnection = ClientConnection(DEFAULT_QPS, DEFAULT_BURST)
+    """--kube-client-qps and --kube-client-burst (upstream's defaults are client-go's: 5
+    and 10, cluster-autoscaler/config/flags)."""

@@ -15,6 +15,8 @@ from autoscaler.expander import (
 from autoscaler.scaledown.options import ScaleDownOptions
 from kemu.client.endpoints import add_server_flag
 from kemu.client.leaderelection import add_leader_election_flags, leader_election_config
+from kemu.component import client_connection
+from kemu.component.client_connection import DEFAULT_BURST, DEFAULT_QPS, ClientConnection
 from kemu.component.options import (
     ComponentOptions,
     add_record_decisions_flag,
@@ -41,6 +43,10 @@ def _bool_flag(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"{text!r} is not a boolean (true or false)")
 
 
+QPS_FLAG: Final = "--kube-client-qps"
+BURST_FLAG: Final = "--kube-client-burst"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = new_parser(
         "autoscaler", "kemu's cluster autoscaler", default_metrics_port=DEFAULT_METRICS_PORT
@@ -51,6 +57,12 @@ def build_parser() -> argparse.ArgumentParser:
         required=True,
         metavar="HOST:PORT",
         help="the cloud's node-group gRPC API (python -m cloud --port)",
+    )
+    client_connection.add_flags(
+        parser,
+        qps_flag=QPS_FLAG,
+        burst_flag=BURST_FLAG,
+        default=ClientConnection(DEFAULT_QPS, DEFAULT_BURST),
     )
     add_leader_election_flags(parser, lease_name=LEASE_NAME)
     parser.add_argument(
@@ -348,6 +360,7 @@ def settings_from_args(
     _check_loop_flags(parser, args)
     try:
         election = leader_election_config(args, lease_name=LEASE_NAME)
+        connection = client_connection.from_args(args, qps_flag=QPS_FLAG, burst_flag=BURST_FLAG)
     except ValueError as e:
         parser.error(str(e))
     scale_down = _scale_down_options(parser, args)
@@ -359,4 +372,5 @@ def settings_from_args(
         election=election,
         seed=args.seed,
         record_decisions=args.record_decisions,
+        client_connection=connection,
     )

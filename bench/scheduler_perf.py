@@ -169,6 +169,8 @@ from kemu.machinery.errors import AlreadyExists, ApiError, Gone, NotFound
 from kemu.machinery.keys import object_key
 from kemu.machinery.pod_strategy import default_requests_from_limits
 from kemu.machinery.virtual_time import ClockMode
+from kemu.scheduling.config import API_VERSION as SCHEDULER_API_VERSION
+from kemu.scheduling.config import KIND as SCHEDULER_KIND
 from kemu.scheduling.interface import EventRecorder as EventRecorderLike
 from kemu.testing.cluster import Cluster, Component, add_clock_argument
 from kemu.testing.namespaces import ensure_namespace
@@ -217,6 +219,35 @@ PER_NODE: Final = "per-node"
 PATH_CHOICES: Final = {BATCH: (BATCH,), PER_NODE: (PER_NODE,), "both": (PER_NODE, BATCH)}
 RECORD_CHOICES: Final = {"off": (False,), "on": (True,), "both": (False, True)}
 """--record-decisions: the scheduler without and/or with its decision record (issue #32)."""
+
+
+HARNESS_CLIENT: Final = {"qps": 5000, "burst": 5000}
+"""The client settings of upstream's harness (test/integration/scheduler_perf
+mustSetupCluster: cfg.QPS = 5000, cfg.Burst = 5000), which its scheduler and its controllers
+use whatever their configuration says: so a bench measures the scheduler, not client-go's
+defaults (kemu.client.flowcontrol)."""
+HARNESS_CONTROLLER_MANAGER_ARGS: Final = (
+    "--kube-api-qps",
+    str(HARNESS_CLIENT["qps"]),
+    "--kube-api-burst",
+    str(HARNESS_CLIENT["burst"]),
+)
+
+
+def harness_scheduler_config(
+    workload_config: Mapping[str, Any] | None, opts: Options
+) -> dict[str, Any]:
+    """The scheduler's KubeSchedulerConfiguration for a run: the workload's own, else
+    --scheduler-config's, else the default; its clientConnection upstream's harness's."""
+    if workload_config is not None:
+        config = dict(workload_config)
+    elif opts.scheduler_config is not None:
+        config = dict(yaml.safe_load(Path(opts.scheduler_config).read_text()) or {})
+    else:
+        config = {"apiVersion": SCHEDULER_API_VERSION, "kind": SCHEDULER_KIND}
+    config["clientConnection"] = {**(config.get("clientConnection") or {}), **HARNESS_CLIENT}
+    return config
+
 
 # ---------------------------------------------------------------------- measurement (pure)
 
@@ -1834,11 +1865,10 @@ def run_workload(
             shutil.rmtree(tmp, ignore_errors=True)
             Path(tmp).mkdir(parents=True)
         cluster = stack.enter_context(Cluster(Path(tmp), clock=opts.clock))
-        config: str | None = opts.scheduler_config
-        if workload.scheduler_config is not None:
-            config_file = Path(tmp) / "scheduler-config.yaml"
-            config_file.write_text(yaml.safe_dump(dict(workload.scheduler_config)))
-            config = str(config_file)
+        config = str(Path(tmp) / "scheduler-config.yaml")
+        Path(config).write_text(
+            yaml.safe_dump(harness_scheduler_config(workload.scheduler_config, opts))
+        )
         gates = dict(variant.feature_gates) or None
         cluster.start_etcd()
         # upstream's scheduler_perf (test/integration/scheduler_perf mustSetupCluster) runs its
@@ -1867,7 +1897,11 @@ def run_workload(
             cluster.start_controllermanager(
                 emulated_version=workload.emulated_version,
                 feature_gates=gates,
-                extra_args=["--controllers", ",".join(CLAIM_CONTROLLERS)],
+                extra_args=[
+                    "--controllers",
+                    ",".join(CLAIM_CONTROLLERS),
+                    *HARNESS_CONTROLLER_MANAGER_ARGS,
+                ],
                 cluster_cidr=None,
             )
         runner = Runner(cluster, workload, variant, opts)

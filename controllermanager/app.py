@@ -19,6 +19,7 @@ SIGUSR2 compares every informer's store with a fresh list from the apiserver
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 from collections.abc import Callable, Mapping, Sequence
@@ -55,10 +56,11 @@ from controllermanager.job import job_controller
 from controllermanager.options import COMPONENT, build_parser, settings_from_args
 from controllermanager.persistentvolume import protection, pv_controller, simulated_provisioner
 from controllermanager.podautoscaler import horizontal
-from kemu.client.client import Client
+from kemu.client.client import sibling_of
 from kemu.client.comparer import CacheComparer, informer_sources, serve_informers
 from kemu.client.controlplane import (
     Elected,
+    component_client,
     run_elected,
 )
 from kemu.client.informer import InformerFactory
@@ -239,7 +241,9 @@ class ControllerManager:
         """Builds every controller, starts the informers, and once they are synced runs the
         controllers until cancelled (task_status reports the sync)."""
         ctx = self.component
-        informers = InformerFactory(self.client, clock=ctx.clock)
+        # Upstream's controllers each get a clientset of their own from one rest.Config
+        # (SimpleControllerClientBuilder: a rate limiter each), the shared informers another.
+        informers = InformerFactory(sibling_of(self.client), clock=ctx.clock)
         cctx = ControllerContext(
             client=self.client,
             informers=informers,
@@ -248,7 +252,10 @@ class ControllerManager:
             registry=ctx.registry,
         )
         controllers = place_taint_eviction(drop_unavailable(self.controllers, ctx.gates), ctx.gates)
-        built = [init(cctx) for init in controllers.values()]
+        built = [
+            init(dataclasses.replace(cctx, client=sibling_of(self.client)))
+            for init in controllers.values()
+        ]
         self.informers = informers
         async with anyio.create_task_group() as tg:
             informers.start(tg)
@@ -260,7 +267,7 @@ class ControllerManager:
 
 
 async def run(settings: ControllerManagerSettings, ctx: ComponentContext) -> None:
-    client = Client(settings.server, user_agent=COMPONENT)
+    client = component_client(settings.server, COMPONENT, settings.client_connection, ctx)
     try:
         await run_with_client(client, controller_inits(settings), settings.election, ctx)
     finally:

@@ -15,8 +15,15 @@ from typing import Final
 
 from controllermanager.cidrset import IPNetwork
 from kemu.client.leaderelection import LeaderElectionConfig
+from kemu.component.client_connection import ClientConnection
 from kemu.component.version import Version
 from kemu.component.version_rules import VersionRules
+
+DEFAULT_CLIENT_CONNECTION: Final = ClientConnection(20.0, 30)
+"""--kube-api-qps and --kube-api-burst's defaults (cmd/kube-controller-manager/app/options:
+the generic options' ClientConnection, 20 and 30)."""
+QPS_FLAG: Final = "--kube-api-qps"
+BURST_FLAG: Final = "--kube-api-burst"
 
 DEFAULT_NODE_MONITOR_PERIOD: Final = 5.0
 DEFAULT_NODE_MONITOR_GRACE_PERIOD: Final = 50.0
@@ -172,3 +179,5 @@ class ControllerManagerSettings:
     """The controllers --controllers enables, by name."""
     configurations: ControllerConfigurations = field(default_factory=ControllerConfigurations)
     election: LeaderElectionConfig | None = None
+    client_connection: ClientConnection = DEFAULT_CLIENT_CONNECTION
+    """--kube-api-qps and --kube-api-burst."""

@@ -13,6 +13,8 @@ from typing import Final, TypeVar
 from controllermanager import names
 from controllermanager.cidrset import CIDRSet
 from controllermanager.config import (
+    BURST_FLAG,
+    DEFAULT_CLIENT_CONNECTION,
     DEFAULT_CONCURRENT_GC_SYNCS,
     DEFAULT_CONCURRENT_HPA_SYNCS,
     DEFAULT_HPA_CPU_INITIALIZATION_PERIOD,
@@ -26,6 +28,7 @@ from controllermanager.config import (
     DEFAULT_SYNC_PERIOD,
     DEFAULT_TERMINATED_POD_GC_THRESHOLD,
     GC_CHECK_PERIOD,
+    QPS_FLAG,
     ControllerConfigurations,
     ControllerManagerSettings,
     GarbageCollectorOptions,
@@ -38,6 +41,7 @@ from controllermanager.config import (
 )
 from kemu.client.endpoints import add_server_flag
 from kemu.client.leaderelection import add_leader_election_flags, leader_election_config
+from kemu.component import client_connection
 from kemu.component.options import duration_flag, new_parser
 
 _V = TypeVar("_V")
@@ -81,6 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="controllers to run: '*' for all, 'name' to enable one, '-name' to disable one "
         f"(known: {', '.join(sorted(names.CONTROLLER_NAMES))}; default '*')",
     )
+    client_connection.add_flags(
+        parser, qps_flag=QPS_FLAG, burst_flag=BURST_FLAG, default=DEFAULT_CLIENT_CONNECTION
+    )
     add_leader_election_flags(parser, lease_name=LEASE_NAME)
     add_node_lifecycle_flags(parser)
     add_pod_gc_flags(parser)
@@ -106,6 +113,7 @@ def settings_from_args(
         parser.error(str(e))
     try:
         election = leader_election_config(args, lease_name=LEASE_NAME)
+        connection = client_connection.from_args(args, qps_flag=QPS_FLAG, burst_flag=BURST_FLAG)
     except ValueError as e:
         parser.error(str(e))
     return ControllerManagerSettings(
@@ -113,6 +121,7 @@ def settings_from_args(
         controllers=tuple(controllers),
         configurations=configurations,
         election=election,
+        client_connection=connection,
     )
 
 

@@ -25,11 +25,12 @@ import anyio
 from anyio.abc import TaskGroup
 
 from kemu.api.v1 import types_pb2
-from kemu.client.client import Client
-from kemu.client.controlplane import run_elected
+from kemu.client.client import sibling_of, unthrottled_of
+from kemu.client.controlplane import component_client, run_elected
 from kemu.client.events import EventRecorder
 from kemu.client.informer import FuncHandler, Informer, InformerFactory
 from kemu.client.interface import ApiClient
+from kemu.component.client_connection import UNLIMITED
 from kemu.component.featuregate import (
     DYNAMIC_RESOURCE_ALLOCATION,
     IN_PLACE_POD_VERTICAL_SCALING,
@@ -42,6 +43,7 @@ from kemu.component.featuregate import (
 from kemu.component.options import parse_component_args
 from kemu.component.pod_resources import pod_resources_options
 from kemu.component.runner import ComponentContext, cleanup_scope, run_component
+from kemu.component.version_rules import VersionRules
 from kemu.machinery.dra_slice_file import NO_DRIVERS
 from kubelet.checkpoint import Checkpoint
 from kubelet.dra_driver import BindingConditionsDriver
@@ -96,14 +98,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, options = parse_component_args(parser, argv, COMPONENT)
     try:
-        settings = settings_from_args(args, f"v{options.version}.0")
+        settings = settings_from_args(
+            args, f"v{options.version}.0", VersionRules.at(options.version)
+        )
     except ValueError as e:
         parser.error(str(e))
     return run_component(COMPONENT, options, functools.partial(run, settings))
 
 
 async def run(settings: KubeletSettings, ctx: ComponentContext) -> None:
-    client = Client(settings.server, user_agent=COMPONENT)
+    # A hollow process's nodes would each be a kubelet with a client of its own upstream
+    # (kubemark); kemu's share one client, so only a one-node kubelet is rate limited.
+    one_node = len(settings.nodes) == 1 and settings.template is None
+    connection = settings.client_connection if one_node else UNLIMITED
+    client = component_client(settings.server, COMPONENT, connection, ctx)
     try:
         await serve(client, settings, ctx)
     finally:
@@ -137,7 +145,8 @@ class Kubelet:
         self._ctx = ctx
         single = len(settings.nodes) == 1 and settings.template is None
         host = settings.nodes[0].name if single else ""
-        self.recorder = EventRecorder(client, COMPONENT, host=host, clock=ctx.clock)
+        # (upstream's kubelet records events over a clientset of its own)
+        self.recorder = EventRecorder(sibling_of(client), COMPONENT, host=host, clock=ctx.clock)
         self.informers = InformerFactory(client, clock=ctx.clock)
         # One watch per kind: a node's own pods by field selector, or every bound pod (and
         # every node) for hollow nodes, the other processes' dropped by the informer.
@@ -188,7 +197,8 @@ class Kubelet:
             )
         self.agents = [
             NodeAgent(
-                client,
+                # (upstream's heartbeat client, the lease and node status: QPS -1)
+                unthrottled_of(client),
                 config,
                 clock=ctx.clock,
                 timing=settings.timing,

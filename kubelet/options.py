@@ -14,7 +14,9 @@ from typing import Final
 
 from kemu.api.v1 import types_pb2
 from kemu.client.endpoints import add_server_flag
+from kemu.component import client_connection
 from kemu.component.options import duration_flag, new_parser
+from kemu.component.version_rules import VersionRules
 from kemu.machinery.dra_slice_file import NO_DRIVERS, DraDrivers, load_slice_file
 from kemu.machinery.duration import DurationError
 from kemu.machinery.quantity import format_resource, parse_capacity_flag, to_int
@@ -33,6 +35,7 @@ from kubelet.settings import (
     NodeConfig,
     NodeTiming,
     PodWorkerOptions,
+    kube_api_defaults,
 )
 
 COMPONENT: Final = "kubelet"
@@ -41,6 +44,9 @@ COMPONENT: Final = "kubelet"
 DEFAULT_METRICS_PORT: Final = 10255
 DEFAULT_CAPACITY: Final = "cpu=4,memory=8Gi,pods=110"
 DEFAULT_ROOT_DIR: Final = str(Path(tempfile.gettempdir()) / "kemu-kubelet")
+QPS_FLAG: Final = "--kube-api-qps"
+BURST_FLAG: Final = "--kube-api-burst"
+_DEFAULT_RULES: Final = VersionRules.default()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -195,11 +201,22 @@ def build_parser() -> argparse.ArgumentParser:
         "kubelet.kemu.io/prepare-delay, binding-delay and binding-failure-devices set what "
         "the driver does (kemu.machinery.dra_slice_file)",
     )
+    client = parser.add_argument_group("client")
+    client_connection.add_flags(
+        client,
+        qps_flag=QPS_FLAG,
+        burst_flag=BURST_FLAG,
+        default=None,
+        default_text="50 and 100 from 1.27, 5 and 10 before, by --emulated-version",
+    )
     return parser
 
 
-def settings_from_args(args: argparse.Namespace, kubelet_version: str) -> KubeletSettings:
-    """The validated settings; ValueError naming the flag otherwise."""
+def settings_from_args(
+    args: argparse.Namespace, kubelet_version: str, rules: VersionRules = _DEFAULT_RULES
+) -> KubeletSettings:
+    """The validated settings at the emulated version's `rules`; ValueError naming the flag
+    otherwise."""
     names = _node_names(args)
     template = _node_template(args, kubelet_version)
     timing = _node_timing(args)
@@ -217,6 +234,13 @@ def settings_from_args(args: argparse.Namespace, kubelet_version: str) -> Kubele
         root_dir=Path(args.root_dir) if args.root_dir else None,
         template=template if args.node_control else None,
         dra=_dra_drivers(args),
+        client_connection=client_connection.from_args(
+            args,
+            qps_flag=QPS_FLAG,
+            burst_flag=BURST_FLAG,
+            default=kube_api_defaults(rules),
+            negative_qps=False,
+        ),
     )
 
 

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Final
 
 from kemu.api.v1 import types_pb2
+from kemu.component.client_connection import ClientConnection
+from kemu.component.version_rules import VersionRules
 from kemu.machinery.dra_slice_file import NO_DRIVERS, DraDrivers
 from kemu.machinery.quantity import to_int
 from kemu.machinery.resources import DEFAULT_OPTIONS, PodResourcesOptions
@@ -103,6 +105,14 @@ class PodWorkerOptions:
     condition DisruptionTarget (kubelet.preemption)."""
 
 
+def kube_api_defaults(rules: VersionRules) -> ClientConnection:
+    """kubeAPIQPS and kubeAPIBurst's defaults at the emulated version (VersionRules
+    `kubelet_kube_api_qps_50`: 50 and 100 from 1.27, 5 and 10 before)."""
+    return (
+        ClientConnection(50.0, 100) if rules.kubelet_kube_api_qps_50 else ClientConnection(5.0, 10)
+    )
+
+
 @dataclass(frozen=True)
 class KubeletSettings:
     """Everything `python -m kubelet` was told, validated: built once by `main`
@@ -119,3 +129,6 @@ class KubeletSettings:
     providerID and IP); `nodes` is empty."""
     dra: DraDrivers = NO_DRIVERS
     """--dra-slice-file: the simulated DRA drivers every node of the process runs."""
+    client_connection: ClientConnection = ClientConnection(50.0, 100)
+    """--kube-api-qps and --kube-api-burst (kubeAPIQPS, kubeAPIBurst): the client of every
+    node of the process (kemu.component.client_connection; `kube_api_defaults`)."""

@@ -24,9 +24,9 @@ import anyio
 from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
-from kemu.client.client import Client
+from kemu.client.client import sibling_of
 from kemu.client.comparer import CacheComparer, informer_sources, serve_informers
-from kemu.client.controlplane import Elected, run_elected
+from kemu.client.controlplane import Elected, component_client, run_elected
 from kemu.client.events import EventApi, EventRecorder
 from kemu.client.informer import Informer, InformerFactory
 from kemu.client.interface import ApiClient
@@ -117,7 +117,7 @@ def main(argv: Sequence[str] | None = None, out_of_tree: Registry | None = None)
 
 
 async def run(settings: SchedulerSettings, ctx: ComponentContext) -> None:
-    client = Client(settings.server, user_agent=COMPONENT)
+    client = component_client(settings.server, COMPONENT, settings.config.client_connection, ctx)
     try:
         await serve(client, settings, ctx)
     finally:
@@ -325,9 +325,14 @@ async def serve(client: ApiClient, settings: SchedulerSettings, ctx: ComponentCo
     pod_groups = PodGroupStates(membership, ctx.clock, forest) if membership.enabled else None
     informers = _Informers.of(client, ctx, membership)
     # (upstream's scheduler records through events.k8s.io/v1: cmd/kube-scheduler/app/server.go
-    # NewEventBroadcasterAdapter, a recorder per profile)
+    # NewEventBroadcasterAdapter, a recorder per profile, over an event client of its own:
+    # options.go createClients, a rate limiter of its own)
     recorder = EventRecorder(
-        client, COMPONENT, api=EventApi.EVENTS_V1, host=socket.gethostname(), clock=ctx.clock
+        sibling_of(client),
+        COMPONENT,
+        api=EventApi.EVENTS_V1,
+        host=socket.gethostname(),
+        clock=ctx.clock,
     )
     cache = new_cache(ctx.clock, ctx.gates)
     frameworks = new_frameworks(

@@ -73,8 +73,11 @@ class CycleObserver(Protocol):
     def failed(self, pod: types_pb2.Pod, status: Status) -> None:
         """The attempt failed with `status` (after a node was chosen, or with no FitError)."""
 
-    def phase(self, pod: types_pb2.Pod, point: str, status: Status, since: float) -> None:
-        """Extension point `point` ran from `since` (the scheduler clock's monotonic time)."""
+    def phase(
+        self, pod: types_pb2.Pod, point: str, status: Status, since: float, throttled: float = 0.0
+    ) -> None:
+        """Extension point `point` ran from `since` (the scheduler clock's monotonic time),
+        `throttled` seconds of it waiting for the client's rate limiter (its API calls)."""
 
     def expected_node(self, pod: types_pb2.Pod, node: str) -> None:
         """KEP-5278: the binding cycle set nominatedNodeName to `node` (expected placement)."""
@@ -131,7 +134,9 @@ class NoObserver:
     def failed(self, pod: types_pb2.Pod, status: Status) -> None:
         pass
 
-    def phase(self, pod: types_pb2.Pod, point: str, status: Status, since: float) -> None:
+    def phase(
+        self, pod: types_pb2.Pod, point: str, status: Status, since: float, throttled: float = 0.0
+    ) -> None:
         pass
 
     def expected_node(self, pod: types_pb2.Pod, node: str) -> None:

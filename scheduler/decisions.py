@@ -125,17 +125,21 @@ class ScoredNode:
 class Phase:
     """An extension point after the node was chosen (Reserve, Permit, WaitOnPermit, PreBind,
     Bind): its status code in upstream's words (Success, Wait, Unschedulable, Error, ...),
-    the plugin that gave a non-success, and how long it took on the scheduler's clock."""
+    the plugin that gave a non-success, how long it took on the scheduler's clock and how
+    much of that its API calls waited for the client's rate limiter (kemu.client.flowcontrol)."""
 
     point: str
     code: str
     seconds: float
     plugin: str = ""
+    throttled: float = 0.0
 
     def to_json(self) -> JSONObject:
         out: JSONObject = {"point": self.point, "code": self.code, "seconds": self.seconds}
         if self.plugin:
             out["plugin"] = self.plugin
+        if self.throttled:
+            out["throttledSeconds"] = self.throttled
         return out
 
 
@@ -554,11 +558,14 @@ class DecisionRecorder:
             attempt.result = UNSCHEDULABLE if status.is_rejected() else ERROR
             attempt.message = status.message() or str(status)
 
-    def phase(self, pod: types_pb2.Pod, point: str, status: Status, since: float) -> None:
+    def phase(
+        self, pod: types_pb2.Pod, point: str, status: Status, since: float, throttled: float = 0.0
+    ) -> None:
         if (attempt := self.log.latest(pod.metadata.uid)) is not None:
             plugin = "" if status.is_success() else status.plugin
             seconds = round(self._clock.monotonic() - since, 6)
-            attempt.phases += (Phase(point, status.code_name(), seconds, plugin),)
+            phase = Phase(point, status.code_name(), seconds, plugin, round(throttled, 6))
+            attempt.phases += (phase,)
 
     def expected_node(self, pod: types_pb2.Pod, node: str) -> None:
         if (attempt := self.log.latest(pod.metadata.uid)) is not None:

@@ -6,6 +6,7 @@ args with it)."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from dataclasses import dataclass
 from typing import Final
 
@@ -15,9 +16,11 @@ from kemu.client.leaderelection import (
     add_leader_election_flags,
     leader_election_config,
 )
+from kemu.component import client_connection
 from kemu.component.featuregate import DYNAMIC_RESOURCE_ALLOCATION, FeatureGates
 from kemu.component.options import add_record_decisions_flag, new_parser, refuse_config
 from kemu.scheduling.config import (
+    DEFAULT_CLIENT_CONNECTION,
     KubeSchedulerConfiguration,
     default_config,
     load_config,
@@ -30,6 +33,8 @@ from kemu.scheduling.profile import DYNAMIC_RESOURCES
 COMPONENT: Final = "kube-scheduler"
 DEFAULT_METRICS_PORT: Final = 10259
 LEASE_NAME: Final = "kube-scheduler"
+QPS_FLAG: Final = "--kube-api-qps"
+BURST_FLAG: Final = "--kube-api-burst"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -59,6 +64,15 @@ def build_parser() -> argparse.ArgumentParser:
         "node chosen, preemption's victims, the binding; ?pod=NAMESPACE/NAME)",
     )
     add_leader_election_flags(parser, lease_name=LEASE_NAME)
+    deprecated = parser.add_argument_group(
+        "deprecated", "ignored when --config is given (its clientConnection says)"
+    )
+    client_connection.add_flags(
+        deprecated,
+        qps_flag=QPS_FLAG,
+        burst_flag=BURST_FLAG,
+        default=DEFAULT_CLIENT_CONNECTION,
+    )
     return parser
 
 
@@ -99,6 +113,10 @@ def settings_from_flags(
         refuse_config(parser, "--config", e)
     try:
         election = leader_election_config(args, lease_name=LEASE_NAME)
+        if not args.config:
+            # upstream's deprecated --kube-api-qps/--kube-api-burst, without a file only
+            connection = client_connection.from_args(args, qps_flag=QPS_FLAG, burst_flag=BURST_FLAG)
+            config = dataclasses.replace(config, client_connection=connection)
     except ValueError as e:
         parser.error(str(e))
     return SchedulerSettings(

@@ -36,6 +36,7 @@ import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 from kemu.api.v1 import types_pb2
+from kemu.client.flowcontrol import ThrottleWaits, measure_waits
 from kemu.client.interface import ApiClient
 from kemu.client.pod_status import condition_change, patch_pod_status
 from kemu.component.clock import Clock
@@ -772,7 +773,19 @@ class Scheduler:
         at WaitOnPermit (the only point of the binding cycle that makes a pod
         unschedulable). From 1.36 a pod with PreBind work is registered in PreBind while it
         runs, so that a preemption can cancel it in memory (kemu.scheduling.pods_in_pre_bind;
-        upstream's bindingCycle tests its pre-flight status outside the KEP-5278 gate)."""
+        upstream's bindingCycle tests its pre-flight status outside the KEP-5278 gate). Each
+        point's API calls' waits for the client's rate limiter are recorded with it."""
+        with measure_waits() as waits:
+            return await self._bind_points(fwk, state, assumed, node, waits)
+
+    async def _bind_points(
+        self,
+        fwk: FrameworkLike,
+        state: CycleState,
+        assumed: types_pb2.Pod,
+        node: str,
+        waits: ThrottleWaits,
+    ) -> tuple[Status, bool]:
         observer = self.observer
         nnn_expectation = self.gates.enabled(NOMINATED_NODE_NAME_FOR_EXPECTATION)
         in_memory = self.settings.rules.preempt_pre_bind_in_memory
@@ -789,7 +802,7 @@ class Scheduler:
         waited = fwk.will_wait_on_permit(assumed)
         status = await fwk.wait_on_permit(assumed)
         if waited:  # (a pod no Permit plugin holds passes at once: nothing to tell)
-            observer.phase(assumed, WAIT_ON_PERMIT, status, since)
+            observer.phase(assumed, WAIT_ON_PERMIT, status, since, waits.take())
         if not status.is_success():
             return status, status.is_rejected()
         # Nothing after Permit makes the pod unschedulable, so the in-flight events are no
@@ -805,12 +818,12 @@ class Scheduler:
         finally:
             if registered:
                 fwk.remove_pod_in_pre_bind(uid)
-        observer.phase(assumed, PRE_BIND, status, since)
+        observer.phase(assumed, PRE_BIND, status, since, waits.take())
         if not status.is_success():
             return status, False
         since = self.clock.monotonic()
         status = await fwk.run_bind_plugins(state, assumed, node)
-        observer.phase(assumed, BIND, status, since)
+        observer.phase(assumed, BIND, status, since, waits.take())
         if status.is_skip():
             return as_error("all bind plugins skipped"), False
         if not status.is_success():

@@ -37,8 +37,10 @@ from kemu.api.v1 import api_pb2, clock_pb2, types_pb2
 from kemu.client import fencing
 from kemu.client.backoff import Backoff
 from kemu.client.endpoints import LB_POLICY, SEPARATOR, channel_target, parse_servers
+from kemu.client.flowcontrol import ClientLimits, Throttle
 from kemu.client.interface import (
     DEFAULT_NAMESPACE,
+    ApiClient,
 )
 from kemu.client.interface import (
     ListResult as ListResult,
@@ -80,6 +82,18 @@ _CHANNEL_OPTIONS: Final[list[tuple[str, str | int]]] = [
 _WRITES: Final = frozenset(
     ("Create", "Update", "UpdateStatus", "Patch", "Delete", "Bind", "Resize", "Evict")
 )
+_VERBS: Final = {
+    "Create": "POST",
+    "Bind": "POST",
+    "Evict": "POST",
+    "Update": "PUT",
+    "UpdateStatus": "PUT",
+    "Resize": "PUT",
+    "Patch": "PATCH",
+    "Delete": "DELETE",
+}
+"""The HTTP verb of each Api method upstream's REST call uses (GET for the others): the
+rate limiter metric's `verb` label."""
 _EOF: Final[object] = grpc.aio.EOF  # type: ignore[attr-defined]
 _RETRY_INITIAL: Final = 0.05
 _RETRY_MAX: Final = 2.0
@@ -127,6 +141,14 @@ def _trailing(e: grpc.aio.AioRpcError) -> list[tuple[str, str | bytes]]:
 
 def _error(e: grpc.aio.AioRpcError) -> ApiError:
     return wire.error_from_status(e.code(), e.details(), _trailing(e))
+
+
+def _request_text(method: str, request: Message) -> str:
+    """A call as the throttling log line names it: the method and, where the request says,
+    the resource (upstream's names the request's URL)."""
+    fields = request.DESCRIPTOR.fields_by_name
+    resource = getattr(request, "resource", "") if "resource" in fields else ""
+    return f"{method} {resource}" if resource else method
 
 
 def _apiserver_of(metadata: Iterable[tuple[str, str | bytes]] | None) -> str:
@@ -192,6 +214,16 @@ class _WatchStream(AsyncIterator[WatchEvent[M]]):
         self._call.cancel()
 
 
+def sibling_of(client: ApiClient) -> ApiClient:
+    """`client.sibling()` for a Client; any other ApiClient (a fake) is its own."""
+    return client.sibling() if isinstance(client, Client) else client
+
+
+def unthrottled_of(client: ApiClient) -> ApiClient:
+    """`client.unthrottled()` for a Client; any other ApiClient (a fake) is its own."""
+    return client.unthrottled() if isinstance(client, Client) else client
+
+
 class Client:
     """An ApiClient over one gRPC channel; create it inside the event loop that uses it.
 
@@ -206,16 +238,23 @@ class Client:
         timeout: float = 30.0,
         user_agent: str = "kemu",
         wait_for_server: bool = True,
+        limits: ClientLimits | None = None,
     ) -> None:
         """`wait_for_server=False` makes calls fail at once with Unavailable when nothing
         answers at `server` (for a user at a terminal) instead of waiting and retrying (for
-        components, whose dependencies may start after them). A malformed list of several
+        components, whose dependencies may start after them). `limits`: the component's
+        client-side rate limits (kemu.client.flowcontrol, from its flags or configuration):
+        every unary call and every retry waits for a token of this client's bucket (its
+        `throttle`; `sibling()` makes another client with a bucket of its own); None, for a
+        test's or a driver's client, is no limit. A malformed list of several
         addresses raises ServerAddressError (a ValueError) naming --server."""
         self.server = server
         self.servers = parse_servers(server) if SEPARATOR in server else (server,)
         self.timeout = timeout
         self.wait_for_server = wait_for_server
         self._user_agent = user_agent
+        self.limits = limits
+        self.throttle: Throttle | None = limits.new() if limits is not None else None
         self._channel: grpc.aio.Channel | None = None
         self._methods: dict[str, grpc.aio.UnaryUnaryMultiCallable[Message, Message]] = {}
         self._watch_method: (
@@ -234,6 +273,9 @@ class Client:
         """Calls made tagged with `clock_identity` (attempts: a retry is another), each with
         its number (CLOCK_CALL_KEY): the apiserver counts those it received, for the
         event-driven clock."""
+        self.waiting_for_tokens = 0
+        """Calls waiting for a token of their client-side rate limiter (this client's and its
+        siblings'): not in flight, each a timer of the clock (kemu.client.clock)."""
         self.requests_abandoned = 0
         """Of `requests_sent`, those given up on before the apiserver answered (cancelled by
         their caller, or ended by the transport): it may never have received them."""
@@ -247,7 +289,38 @@ class Client:
         if not timeout > 0:
             raise ValueError(f"one_attempt: timeout {timeout} must be > 0")
         view = Client(
-            self.server, timeout=timeout, user_agent=self._user_agent, wait_for_server=False
+            self.server,
+            timeout=timeout,
+            user_agent=self._user_agent,
+            wait_for_server=False,
+        )
+        view._base = self._base or self
+        view.throttle = self.throttle
+        return view
+
+    def unthrottled(self) -> Client:
+        """Another client over the same channel with no rate limiter (upstream's kubelet
+        heartbeat client: QPS -1)."""
+        view = Client(
+            self.server,
+            timeout=self.timeout,
+            user_agent=self._user_agent,
+            wait_for_server=self.wait_for_server,
+        )
+        view._base = self._base or self
+        return view
+
+    def sibling(self) -> Client:
+        """Another client over the same channel with a rate limiter of its own from the same
+        limits (upstream: another clientset from the component's rest.Config, sharing its
+        transport: the scheduler's event client, a leader election's client). Closing it
+        does not close the channel."""
+        view = Client(
+            self.server,
+            timeout=self.timeout,
+            user_agent=self._user_agent,
+            wait_for_server=self.wait_for_server,
+            limits=self.limits,
         )
         view._base = self._base or self
         return view
@@ -354,13 +427,30 @@ class Client:
         """One request within `timeout`: attempted again after a TooManyRequests that says
         when to retry (the apiserver's in-flight limit: nothing of the request was processed,
         so a write is safe to repeat, as client-go's checkWait), waiting at least that long,
-        and after the errors in `retry_on`, with backoff."""
+        and after the errors in `retry_on`, with backoff. With a throttle, the first attempt
+        and each retry first wait for a token (client-go's tryThrottle and withRetry.Before;
+        the first before `timeout` starts, as upstream's, so that a throttled call does not
+        time out before it is made); a call waiting for a token is not in flight."""
         root = self._base or self
+        throttled = self.throttle is not None and not name.startswith("/")
+        if throttled:
+            await self._wait_for_token(name, request)
         root.requests_in_flight += 1
         try:
-            return await self._retrying(name, request, response, retry_on)
+            return await self._retrying(name, request, response, retry_on, throttled)
         finally:
             root.requests_in_flight -= 1
+
+    async def _wait_for_token(self, name: str, request: Message, retry_info: str = "") -> None:
+        assert self.throttle is not None
+        root = self._base or self
+        root.waiting_for_tokens += 1
+        try:
+            await self.throttle.wait(
+                _VERBS.get(name, "GET"), _request_text(name, request), retry_info
+            )
+        finally:
+            root.waiting_for_tokens -= 1
 
     async def _retrying(
         self,
@@ -368,9 +458,11 @@ class Client:
         request: Message,
         response: type[Resp],
         retry_on: tuple[type[ApiError], ...],
+        throttled: bool,
     ) -> Resp:
         deadline = anyio.current_time() + self.timeout
         backoff = Backoff(_RETRY_INITIAL, _RETRY_MAX, jitter=0.5)
+        retries = 0
         while True:
             try:
                 return await self._attempt(
@@ -392,6 +484,16 @@ class Client:
                     raise
                 logger.debug("%s: server unavailable (%s), retrying in %.2fs", name, e, delay)
             await anyio.sleep(delay)
+            retries += 1
+            if throttled:
+                root = self._base or self
+                root.requests_in_flight -= 1  # (waiting on a timer of the clock: see _call)
+                try:
+                    await self._wait_for_token(
+                        name, request, f"retries: {retries}, retry-after: {delay:.3g}s"
+                    )
+                finally:
+                    root.requests_in_flight += 1
 
     async def _read(self, name: str, request: Message, response: type[Resp]) -> Resp:
         """A call that is safe to repeat: also retried while the server is Unavailable."""

@@ -116,7 +116,10 @@ async def follow_cluster_clock(
         timers, deadline = clock.take_timers()
         return clock_pb2.ClockReport(
             boot_token=boot_token,
-            ready=booted,
+            # An idle process whose start waits for tokens of its client-side rate limiter
+            # (the informers' lists beyond the burst) waits on its clock's timers: its boot
+            # needs time to pass, so it no longer holds the clock (kemu.client.flowcontrol).
+            ready=booted or client.waiting_for_tokens > 0,
             component=component,
             identity=identity,
             timers=timers,

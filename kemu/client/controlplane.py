@@ -27,8 +27,9 @@ from typing import Final
 import anyio
 from prometheus_client import Gauge
 
-from kemu.client.client import Client
+from kemu.client.client import Client, sibling_of
 from kemu.client.clock import PeerCalls, follow_cluster_clock
+from kemu.client.flowcontrol import ClientLimits
 from kemu.client.identity import run_identity_heartbeat
 from kemu.client.interface import ApiClient
 from kemu.client.leaderelection import (
@@ -39,6 +40,7 @@ from kemu.client.leaderelection import (
     LeadershipLost,
     new_identity,
 )
+from kemu.component.client_connection import ClientConnection
 from kemu.component.runner import ComponentContext, retry_until_ready
 from kemu.component.version import BINARY_VERSION
 from kemu.component.virtual_clock import VirtualClock
@@ -57,6 +59,16 @@ class Elected:
 
     def is_standby(self) -> bool:
         return self.elector is not None and not self.elector.is_leader()
+
+
+def component_client(
+    server: str, component: str, connection: ClientConnection, ctx: ComponentContext
+) -> Client:
+    """The component's client of the apiserver at `server`, rate limited by `connection`
+    (its flags' or configuration's qps and burst) on its clock, the waits observed on its
+    /metrics (kemu.client.flowcontrol)."""
+    limits = ClientLimits(connection, ctx.clock, host=server, registry=ctx.registry)
+    return Client(server, user_agent=component, limits=limits)
 
 
 async def run_elected(
@@ -114,7 +126,7 @@ async def run_elected(
             tg.start_soon(
                 functools.partial(
                     run_identity_heartbeat,
-                    client,
+                    sibling_of(client),
                     component,
                     identity,
                     str(ctx.options.version),
@@ -135,15 +147,19 @@ async def run_elected(
                         registry=ctx.registry,
                     ).labels(election.lock_name)
                     status.set(0)
+                    # Upstream's leader election has a clientset of its own
+                    # (resourcelock.NewFromKubeconfig): a lease renewal never waits behind
+                    # the work's calls on one rate limiter.
+                    lease_client = sibling_of(client)
                     elector = LeaderElector(
-                        client,
+                        lease_client,
                         election,
                         ctx.clock,
                         on_leader_status=lambda leading: status.set(1 if leading else 0),
                         # On stop the apiserver may be draining: one attempt, no waiting.
                         release_client=(
-                            client.one_attempt(RELEASE_TIMEOUT)
-                            if isinstance(client, Client)
+                            lease_client.one_attempt(RELEASE_TIMEOUT)
+                            if isinstance(lease_client, Client)
                             else None
                         ),
                     )

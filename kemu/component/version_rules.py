@@ -68,6 +68,12 @@ RULES: Final[Mapping[str, VersionRule]] = MappingProxyType(
             "(pkg/registry/core/pod/storage/eviction.go canIgnorePDB, "
             "PDBUnhealthyPodEvictionPolicy beta)",
         ),
+        "kubelet_kube_api_qps_50": VersionRule(
+            Version(1, 27),
+            "the kubelet's --kube-api-qps and --kube-api-burst (kubeAPIQPS, kubeAPIBurst) "
+            "default to 50 and 100, 5 and 10 before (kubernetes#116121; "
+            "pkg/kubelet/apis/config/v1beta1/defaults.go)",
+        ),
         "node_monitor_grace_period_50s": VersionRule(
             Version(1, 32),
             "--node-monitor-grace-period defaults to 50s, 40s before "
@@ -178,6 +184,7 @@ class VersionRules:
     assumed_pods_never_expire: bool
     preemption_by_scheduler: bool
     pdb_unhealthy_pod_eviction_policy: bool
+    kubelet_kube_api_qps_50: bool
     node_monitor_grace_period_50s: bool
     nominated_node_name_kept_on_failure: bool
     storage_provisioner_annotation: bool

@@ -17,6 +17,7 @@ from typing import Final, NoReturn, TextIO
 import anyio
 
 from kemu.client.interface import DEFAULT_NAMESPACE, ApiClient
+from kemu.component.client_connection import ClientConnection
 from kemu.component.clock import Clock, RealClock
 from kemu.ctl import rollout
 from kemu.ctl.common import Context, CtlError, format_api_error
@@ -439,8 +440,18 @@ async def run(
             # deferred start-up cost: gRPC is ~0.05 of kemuctl's ~0.13 s CPU to import, and
             # --help, usage errors and an injected client need none
             from kemu.client.client import Client
+            from kemu.client.flowcontrol import ClientLimits
 
-            client = Client(server, timeout=timeout, user_agent="kemuctl", wait_for_server=False)
+            # kubectl's client is rest.Config's defaults (QPS 5, burst 10: kubectl sets only
+            # its discovery client's, which kemuctl has none of); on the host's clock.
+            limits = ClientLimits(ClientConnection(0, 0), RealClock(), host=server, registry=None)
+            client = Client(
+                server,
+                timeout=timeout,
+                user_agent="kemuctl",
+                wait_for_server=False,
+                limits=limits,
+            )
         explicit = getattr(args, "namespace", None)
         ctx = Context(
             client=client,

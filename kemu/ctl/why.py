@@ -20,7 +20,8 @@ oldest first: `time`, `result`, `node` or null, `reasons` (reason -> node count)
 plugin -> nodes it rejected), `message`, `nodes`,
 `preFilterNodes`, `evaluatedNodes`, `feasibleNodes`, `candidates` (the chosen node first, then
 the best others: `node`, `total`, `scores` plugin -> weighted score), `phases` (`point`,
-`code`, `plugin`, `seconds`), `preemption` (`nominatedNodeName`, `victims` with `pod`,
+`code`, `plugin`, `seconds`, `throttledSeconds`: of them, the wait for the scheduler's
+client-side rate limiter), `preemption` (`nominatedNodeName`, `victims` with `pod`,
 `priority`, `pdbs`; `pdbViolations`, `candidates`, `criterion`, `clearedNominations`), `bound`,
 `expectedNodeName`: scheduler/decisions.py), `nominations` (each `action` "set" or "cleared", `node`, `by`, `time`),
 `claims` (the pod's ResourceClaims now: `name`, `claim`, `allocated`, `devices`, `nodeSelector`,
@@ -412,7 +413,11 @@ def _victim_text(v: Record) -> str:
 
 def _phase_text(p: Record) -> str:
     plugin = f" by {p['plugin']}" if p.get("plugin") else ""
-    return f"{p['point']} {p['code']}{plugin} in {p['seconds'] * 1000:.1f} ms"
+    text = f"{p['point']} {p['code']}{plugin} in {p['seconds'] * 1000:.1f} ms"
+    if throttled := p.get("throttledSeconds"):
+        # (its API calls waited on the scheduler's client-side rate limiter: clientConnection)
+        text += f" ({throttled * 1000:.1f} ms of it throttled by the client's rate limiter)"
+    return text
 
 
 def _sortable(when: str) -> str:

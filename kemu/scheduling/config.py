@@ -8,6 +8,8 @@ kubescheduler.config.k8s.io/v1).
                      resourceNamespace: kube-system, resourceName: kube-scheduler}
     podInitialBackoffSeconds: 1
     podMaxBackoffSeconds: 10
+    clientConnection: {qps: 50, burst: 100}   # the scheduler's client rate limit (0: these
+                                         # defaults; a negative qps: no limit)
     percentageOfNodesToScore: 0          # 0: adaptive (50% - nodes/125, at least 5%)
     percentageOfPlacementsToScore: 100   # KEP-5732 (validated, 0-100; kemu evaluates every
                                          # placement, which is what 100 asks; upstream's
@@ -40,6 +42,7 @@ from typing import Any, Final
 
 import yaml
 
+from kemu.component.client_connection import ClientConnection
 from kemu.machinery.duration import DurationError, parse_duration
 from kemu.scheduling import emulation
 from kemu.scheduling.plugins.registry import (
@@ -66,7 +69,6 @@ KIND: Final = "KubeSchedulerConfiguration"
 # Top-level fields of upstream's configuration that kemu accepts and ignores.
 _IGNORED_TOP_LEVEL: Final = frozenset(
     {
-        "clientConnection",
         "enableProfiling",
         "enableContentionProfiling",
         "delayCacheUntilActive",
@@ -92,10 +94,16 @@ class LeaderElection:
     resource_name: str = "kube-scheduler"
 
 
+DEFAULT_CLIENT_CONNECTION: Final = ClientConnection(50.0, 100)
+"""The scheduler's own opinion (pkg/scheduler/apis/config/v1 defaults.go: a qps or burst of
+0 becomes 50 or 100), before rest.Config's."""
+
+
 @dataclass(frozen=True)
 class KubeSchedulerConfiguration:
     profiles: tuple[Profile, ...]
     leader_election: LeaderElection = LeaderElection()
+    client_connection: ClientConnection = DEFAULT_CLIENT_CONNECTION
     percentage_of_nodes_to_score: int = 0
     # KEP-5732 (see the module docstring): None when unset.
     percentage_of_placements_to_score: int | None = None
@@ -166,6 +174,7 @@ def config_from_dict(
             "podMaxBackoffSeconds",
             "parallelism",
             "extenders",
+            "clientConnection",
             *_IGNORED_TOP_LEVEL,
         },
         "",
@@ -196,6 +205,7 @@ def config_from_dict(
         raise ConfigError("parallelism", "should be an integer value greater than zero")
 
     election = _leader_election(data.get("leaderElection"), "leaderElection")
+    connection = _client_connection(data.get("clientConnection"), "clientConnection")
 
     raw_profiles = as_list(data.get("profiles"), "profiles") or [{}]
     profiles: list[Profile] = []
@@ -220,6 +230,7 @@ def config_from_dict(
     return KubeSchedulerConfiguration(
         profiles=tuple(profiles),
         leader_election=election,
+        client_connection=connection,
         percentage_of_nodes_to_score=percentage,
         percentage_of_placements_to_score=placements,
         pod_initial_backoff_seconds=initial,
@@ -280,6 +291,29 @@ def _leader_election(value: object, path: str) -> LeaderElection:
         if not name:
             raise ConfigError(f"{path}.resourceName", "must not be empty")
     return LeaderElection(elect, lease, renew, retry, lock, namespace, name)
+
+
+def _client_connection(value: object, path: str) -> ClientConnection:
+    """`clientConnection` (component-base's ClientConnectionConfiguration): qps and burst are
+    used, defaulted as the scheduler's (0: 50 and 100) and validated as upstream's (a burst
+    below 0 refused); kubeconfig and the content types are accepted and unused (kemu's
+    client is --server's gRPC)."""
+    if value is None:
+        return DEFAULT_CLIENT_CONNECTION
+    m = as_mapping(value, path)
+    check_keys(m, {"qps", "burst", "kubeconfig", "acceptContentTypes", "contentType"}, path)
+    qps = m.get("qps", 0)
+    if isinstance(qps, bool) or not isinstance(qps, int | float):
+        raise ConfigError(f"{path}.qps", f"must be a number, got {qps!r}")
+    burst = as_int(m.get("burst", 0), f"{path}.burst")
+    connection = ClientConnection(
+        float(qps) or DEFAULT_CLIENT_CONNECTION.qps, burst or DEFAULT_CLIENT_CONNECTION.burst
+    )
+    try:
+        connection.check(f"{path}.qps", f"{path}.burst")
+    except ValueError as err:
+        raise ConfigError("", str(err)) from None
+    return connection
 
 
 def _duration(value: object, path: str, default: float) -> float:

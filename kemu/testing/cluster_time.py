@@ -31,6 +31,14 @@ from kemu.testing.eventually import eventually
 
 _ANNOUNCE_TIMEOUT = 5.0  # wall seconds
 
+START_SECONDS: Final = 5.0
+"""Virtual seconds to give components started while the clock holds (the determinism rule:
+one phase for all their timers) to finish starting: their informers' first lists wait for
+tokens of their client-side rate limiters once past the burst (the controller-manager's ~47
+lists at 20/30, the autoscaler's at 5/10; kemu.client.flowcontrol), which a held clock never
+gives. A driver starts them without waiting, `advance_clock(START_SECONDS)`, then waits for
+them to be ready."""
+
 
 def announce_boot(server: str, token: str, *, ttl: float) -> None:
     """Tells the apiserver at `server` (HOST:PORT) that a component reporting `token` in its

@@ -38,7 +38,7 @@ from kemu.machinery.jsonvalue import JSONObject
 from kemu.machinery.namespaces import new_namespace
 from kemu.machinery.virtual_time import ClockMode
 from kemu.testing.cluster import Cluster
-from kemu.testing.cluster_time import ClusterClock, advance_to, cluster_now
+from kemu.testing.cluster_time import START_SECONDS, ClusterClock, advance_to, cluster_now
 from kemu.testing.eventually import eventually
 from kemu.testing.processes import child_pids, memory_kib
 from kemu.timeline.model import Timeline
@@ -188,6 +188,9 @@ class Replay:
                 wait=False,
                 **self._component("autoscaler"),
             )
+
+    @staticmethod
+    def _wait_components(cluster: Cluster) -> None:
         for name in cluster.processes:
             cluster.wait_ready(name)
 
@@ -216,6 +219,9 @@ class Replay:
             await client.wait_ready(timeout=60)
             await client.set_clock_rate(0)
             await anyio.to_thread.run_sync(self._start_components, cluster)
+            # their first lists wait for their rate limiters' tokens: time to start
+            await client.advance_clock(START_SECONDS)
+            await anyio.to_thread.run_sync(self._wait_components, cluster)
             await client.advance_clock(0)
             await self._wait_nodes(client)
             for namespace in self.trace.namespaces():

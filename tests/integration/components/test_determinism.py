@@ -17,12 +17,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio.to_thread
 import pytest
 
 from kemu.client.client import Client
 from kemu.machinery.virtual_time import ClockMode
 from kemu.testing.builders import PriorityClassBuilder, make_pod
 from kemu.testing.cluster import Cluster
+from kemu.testing.cluster_time import START_SECONDS
 from kemu.testing.digest import RunRecorder
 from kemu.testing.scenarios import SHUTDOWN_ANNOTATION
 
@@ -47,13 +49,25 @@ async def _run(root: Path, *, high_after: float) -> RunRecorder:
         c.start_apiserver(extra_args=["--clock-start", "2030-01-01T00:00:00Z"])
         async with Client(c.server) as client:
             await client.set_clock_rate(0)  # every process starts at one virtual instant
-            c.start_scheduler(extra_args=["--seed", SEED])
-            c.start_controllermanager()
-            c.start_cloud(CLOUD)
-            c.start_autoscaler(
-                c.component("cloud"), scan_interval="10s", extra_args=["--seed", SEED]
+            started = [
+                c.start_scheduler(extra_args=["--seed", SEED], wait=False),
+                c.start_controllermanager(wait=False),
+                c.start_cloud(CLOUD),
+            ]
+            started.append(
+                c.start_autoscaler(
+                    c.component("cloud"),
+                    scan_interval="10s",
+                    extra_args=["--seed", SEED],
+                    wait=False,
+                )
             )
-            await client.advance_clock(0)  # every process up, and done with the start
+            # Their informers' first lists wait for their clients' rate limiters (the
+            # controller-manager's and the autoscaler's go past their bursts): a few
+            # virtual seconds, and every process is up and done with the start.
+            await client.advance_clock(START_SECONDS)
+            for component in started:
+                await anyio.to_thread.run_sync(component.wait_ready)
             async with RunRecorder.watching(client) as run:
                 await client.create(PriorityClassBuilder("low", 10).obj())
                 await client.create(PriorityClassBuilder("high", 1000).obj())

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 
 import anyio
+import anyio.to_thread
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
@@ -21,7 +22,7 @@ from kemu.client.client import Client
 from kemu.machinery.errors import NotFound
 from kemu.machinery.virtual_time import ClockMode
 from kemu.testing import Cluster, eventually, make_node, make_pod
-from kemu.testing.cluster_time import advance_to, cluster_now
+from kemu.testing.cluster_time import START_SECONDS, advance_to, cluster_now
 from kemu.testing.invariants import record_nodes
 from kemu.testing.names import unique_name
 from kemu.testing.namespaces import create_namespace
@@ -70,10 +71,13 @@ async def c(cluster: Cluster) -> AsyncIterator[Client]:
     starts: every test moves it itself."""
     async with Client(cluster.server, timeout=10.0) as client:
         await client.set_clock_rate(0)
-        cluster.start_controllermanager(
-            extra_args=["--terminated-pod-gc-threshold", str(TERMINATED_THRESHOLD)]
+        manager = cluster.start_controllermanager(
+            extra_args=["--terminated-pod-gc-threshold", str(TERMINATED_THRESHOLD)],
+            wait=False,
         )
-        await client.advance_clock(0)  # the controller-manager up and done with its start
+        # its first lists pass its rate limiter's burst: time to start, then up and done
+        await client.advance_clock(START_SECONDS)
+        await anyio.to_thread.run_sync(manager.wait_ready)
         yield client
 
 

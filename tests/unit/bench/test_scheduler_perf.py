@@ -11,6 +11,7 @@ import anyio
 import pytest
 import yaml
 
+from bench import scheduler_perf as sp
 from bench.common import summarize_stacks
 from bench.scheduler_perf import (
     BindTracker,
@@ -51,6 +52,8 @@ from bench.scheduler_perf_workloads import (
     priority_class_objects,
     select_workloads,
 )
+from kemu.component.client_connection import ClientConnection
+from kemu.scheduling.config import API_VERSION, KIND, parse_config
 from kemu.testing.builders import make_pod
 
 BASIC = """
@@ -924,3 +927,16 @@ def test_no_workload_selected_says_why_when_the_selection_was_skipped(
     assert err.startswith("bench scheduler_perf: no workload selected (1 skipped; Gangs/1Node: ")
     assert "run with --emulated-version 1.36" in err
     assert err.count("\n") == 1
+
+
+def test_the_scheduler_runs_with_upstreams_harness_client_settings() -> None:
+    """test/integration/scheduler_perf's scheduler has QPS 5000 and burst 5000, whatever its
+    configuration says (issue #58 item 2)."""
+    opts = sp.Options((), None, None, 1, 1, 60.0, None, "py-spy", 10)
+    default = sp.harness_scheduler_config(None, opts)
+    assert default["clientConnection"] == {"qps": 5000, "burst": 5000}
+    assert parse_config(yaml.safe_dump(default)).client_connection == ClientConnection(5000, 5000)
+    own = sp.harness_scheduler_config(
+        {"apiVersion": API_VERSION, "kind": KIND, "clientConnection": {"qps": 1}}, opts
+    )
+    assert own["clientConnection"] == {"qps": 5000, "burst": 5000}

@@ -230,3 +230,20 @@ def test_an_unallocated_claim_names_its_class_and_requests() -> None:
         '2 devices, where device.attributes["gpu.example.com"].model == "B200"; request nic: '
         "first of fast"
     ) in out.getvalue(), out.getvalue()
+
+
+def test_a_phase_whose_calls_waited_on_the_rate_limiter_says_how_long() -> None:
+    bound = {
+        "cycle": "schedule",
+        "profile": "default-scheduler",
+        "result": "scheduled",
+        "node": "n1",
+        "bound": True,
+        "nodes": 1,
+        "evaluatedNodes": 1,
+        "feasibleNodes": 1,
+        "phases": [{"point": "Bind", "code": "Success", "seconds": 0.52, "throttledSeconds": 0.5}],
+    }
+    assert attempt_lines(1, bound)[-1] == (
+        "  Bind Success in 520.0 ms (500.0 ms of it throttled by the client's rate limiter)"
+    )

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from kemu.component.client_connection import ClientConnection
 from kemu.scheduling.config import (
     API_VERSION,
     KIND,
@@ -489,3 +490,22 @@ def test_kemu_kubelet_like_resize_accounting_must_be_a_boolean() -> None:
     c = parse_config(KUBELET_LIKE_YAML.replace("VALUE", '"yes"'), in_tree_registry())
     with pytest.raises(ValueError, match="kemuKubeletLikeResizeAccounting: must be a boolean"):
         Framework(c.profiles[0], in_tree_registry())
+
+
+def test_client_connection_defaults_to_50_and_100_and_refuses_a_negative_burst() -> None:
+    base = {"apiVersion": API_VERSION, "kind": KIND}
+    assert default_config().client_connection == ClientConnection(50.0, 100)
+    zero = config_from_dict({**base, "clientConnection": {"qps": 0, "burst": 0}})
+    assert zero.client_connection == ClientConnection(50.0, 100)
+    given = config_from_dict(
+        {**base, "clientConnection": {"qps": 2, "burst": 2, "kubeconfig": "/etc/k"}}
+    )
+    assert given.client_connection == ClientConnection(2.0, 2)
+    off = config_from_dict({**base, "clientConnection": {"qps": -1}})
+    assert off.client_connection.limits() is None
+    with pytest.raises(ConfigError, match=r"^clientConnection.burst: Invalid value: -1: must be"):
+        config_from_dict({**base, "clientConnection": {"burst": -1}})
+    with pytest.raises(ConfigError, match=r"^clientConnection.qps: must be a number"):
+        config_from_dict({**base, "clientConnection": {"qps": "fast"}})
+    with pytest.raises(ConfigError, match=r"^clientConnection.qpz: unknown field"):
+        config_from_dict({**base, "clientConnection": {"qpz": 1}})
