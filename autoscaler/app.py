@@ -35,6 +35,7 @@ from autoscaler.options import COMPONENT, build_parser, settings_from_args
 from autoscaler.static_autoscaler import ListerRegistry, Reporting, StaticAutoscaler
 from autoscaler.status import StatusWriter
 from kemu.api.v1 import types_pb2
+from kemu.client.client import sibling_of
 from kemu.client.cloudprovider import CloudProviderClient
 from kemu.client.comparer import CacheComparer, Source, informer_sources
 from kemu.client.controlplane import (
@@ -45,6 +46,7 @@ from kemu.client.controlplane import (
 from kemu.client.events import EventRecorder
 from kemu.client.informer import InformerFactory
 from kemu.client.interface import ApiClient
+from kemu.component.client_connection import REST_DEFAULTS
 from kemu.component.featuregate import DYNAMIC_RESOURCE_ALLOCATION
 from kemu.component.options import (
     DECISIONS_DEBUG_HANDLER,
@@ -159,8 +161,10 @@ class Autoscaler:
         """Set once the informers have synced."""
         self.metrics = Metrics(ctx.registry)
         # (upstream's EventSource{Component: "cluster-autoscaler"}: no host,
-        # cluster-autoscaler/utils/kubernetes/factory.go CreateEventRecorder)
-        self.recorder = EventRecorder(client, COMPONENT, clock=ctx.clock)
+        # cluster-autoscaler/utils/kubernetes/factory.go CreateEventRecorder; over an events
+        # client of its own made from the kubeconfig alone, rest's 5/10 and not
+        # --kube-client-qps/--kube-client-burst: cluster-autoscaler/main.go eventsKubeClient)
+        self.recorder = EventRecorder(sibling_of(client, REST_DEFAULTS), COMPONENT, clock=ctx.clock)
 
     def ready(self) -> bool:
         if self.elected.is_standby():

@@ -52,6 +52,7 @@ from kemu.client.interface import (
     WatchEvent as WatchEvent,
 )
 from kemu.client.pager import list_pages
+from kemu.component.client_connection import ClientConnection
 from kemu.machinery import kinds
 from kemu.machinery.errors import ApiError, Fenced, Timeout, TooManyRequests, Unavailable
 from kemu.machinery.virtual_time import APISERVER_KEY, CLOCK_CALL_KEY, CLOCK_IDENTITY_KEY
@@ -214,9 +215,9 @@ class _WatchStream(AsyncIterator[WatchEvent[M]]):
         self._call.cancel()
 
 
-def sibling_of(client: ApiClient) -> ApiClient:
-    """`client.sibling()` for a Client; any other ApiClient (a fake) is its own."""
-    return client.sibling() if isinstance(client, Client) else client
+def sibling_of(client: ApiClient, connection: ClientConnection | None = None) -> ApiClient:
+    """`client.sibling(connection)` for a Client; any other ApiClient (a fake) is its own."""
+    return client.sibling(connection) if isinstance(client, Client) else client
 
 
 def unthrottled_of(client: ApiClient) -> ApiClient:
@@ -310,17 +311,21 @@ class Client:
         view._base = self._base or self
         return view
 
-    def sibling(self) -> Client:
+    def sibling(self, connection: ClientConnection | None = None) -> Client:
         """Another client over the same channel with a rate limiter of its own from the same
         limits (upstream: another clientset from the component's rest.Config, sharing its
-        transport: the scheduler's event client, a leader election's client). Closing it
-        does not close the channel."""
+        transport: the scheduler's event client, a leader election's client), or from
+        `connection` (another rest.Config's qps and burst; a client with no limits stays
+        without). Closing it does not close the channel."""
+        limits = self.limits
+        if limits is not None and connection is not None:
+            limits = limits.with_connection(connection)
         view = Client(
             self.server,
             timeout=self.timeout,
             user_agent=self._user_agent,
             wait_for_server=self.wait_for_server,
-            limits=self.limits,
+            limits=limits,
         )
         view._base = self._base or self
         return view

@@ -235,6 +235,18 @@ class ClientLimits:
                 registry=registry,
             )
 
+    def with_connection(self, connection: ClientConnection) -> ClientLimits:
+        """The same component's limits from another rest.Config (`connection`): clients made
+        from them have buckets of that size, observed in the same histogram and logged by the
+        same throttled logger (upstream: cluster-autoscaler's events client, made from the
+        kubeconfig alone, not from --kube-client-qps). The histogram is the one made for this
+        component's own connection: a component whose own client is not limited observes
+        none."""
+        other = ClientLimits(connection, self._clock, host=self._host, registry=None)
+        other._log = self._log
+        other._histogram = self._histogram
+        return other
+
     def new(self) -> Throttle | None:
         """A new client's throttle (None: not limited, a negative QPS)."""
         limits = self.connection.limits()

@@ -28,6 +28,7 @@ from typing import Final
 __all__ = [
     "DEFAULT_BURST",
     "DEFAULT_QPS",
+    "REST_DEFAULTS",
     "UNLIMITED",
     "ClientConnection",
     "add_flags",
@@ -65,6 +66,10 @@ class ClientConnection:
         if not negative_qps and self.qps < 0:
             raise ValueError(f"{qps_name}: {self.qps:g} must not be a negative number")
 
+
+REST_DEFAULTS: Final = ClientConnection(0.0, 0)
+"""A rest.Config that sets neither QPS nor burst: 5/10 (cluster-autoscaler's events client,
+made from the kubeconfig alone: cluster-autoscaler/main.go)."""
 
 UNLIMITED: Final = ClientConnection(-1.0, 0)
 """No rate limiter: the client of a test or a benchmark's driver, as upstream's test

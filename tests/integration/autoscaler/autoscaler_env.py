@@ -6,7 +6,7 @@ module-scoped fixtures (a few lines over these helpers)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
@@ -137,6 +137,21 @@ async def events(api: Client, ns: str, reason: str) -> list[types_pb2.Event]:
 async def pod_events(api: Client, ns: str, reason: str) -> dict[str, str]:
     """Object name -> message of the events `reason` in `ns`."""
     return {e.involved_object.name: e.message for e in await events(api, ns, reason)}
+
+
+async def recorded_pod_events(
+    api: Client, ns: str, reason: str, names: Collection[str]
+) -> dict[str, str]:
+    """Object name -> message of the events `reason` in `ns`, once there is one for each of
+    `names` (an event is written after what it reports: the autoscaler's recorder sends it
+    on its own events client, rate limited, cluster-autoscaler/main.go eventsKubeClient)."""
+
+    async def recorded() -> dict[str, str]:
+        got = await pod_events(api, ns, reason)
+        assert set(names) <= set(got), (reason, got)
+        return got
+
+    return await eventually(recorded, timeout=15, interval=0.2)
 
 
 async def group_nodes(api: Client, group: str, n: int | None = None) -> list[types_pb2.Node]:

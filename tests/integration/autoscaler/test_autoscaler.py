@@ -282,12 +282,19 @@ async def test_pending_pods_scale_the_group_up_to_its_max_and_run_on_the_new_nod
     await two_more_loops(cluster, autoscaler)
     assert await cloud.target_size(GROUP) == 3
     assert len(await cloud.nodes(GROUP)) == 3
+
     # The pods a scale-up was for carry TriggeredScaleUp; which pods then run on the new nodes
     # is the scheduler's choice (one may take a node added for another, and a pod created after
     # a loop may never be pending in one), so the events are checked against the 4 pods, not
     # against the 3 that run.
-    triggered = await events(api, ns, "TriggeredScaleUp")
-    assert triggered and set(triggered) <= set(names), triggered
+    async def some_triggered() -> dict[str, str]:
+        got = await events(api, ns, "TriggeredScaleUp")
+        assert got, got
+        return got
+
+    # (written after the scale-up, on the recorder's own rate-limited events client)
+    triggered = await eventually(some_triggered, timeout=15, interval=0.2)
+    assert set(triggered) <= set(names), triggered
     assert all(m.startswith("pod triggered scale-up: [{pool-a ") for m in triggered.values())
 
     async def told_why() -> str:

@@ -36,6 +36,7 @@ from tests.integration.autoscaler.autoscaler_env import (
     nominate,
     open_clients,
     pod_events,
+    recorded_pod_events,
     two_more_loops,
     unschedulable,
 )
@@ -140,7 +141,7 @@ async def test_s_ca_dra_the_autoscaler_with_devices(
     p1 = await eventually(lambda: running("p1"), timeout=30, interval=0.2)
     (node,) = await group_nodes(api, GROUP, 1)
     assert p1.spec.node_name == node.metadata.name
-    triggered = await pod_events(api, ns, "TriggeredScaleUp")
+    triggered = await recorded_pod_events(api, ns, "TriggeredScaleUp", ["p1"])
     assert triggered == {"p1": f"pod triggered scale-up: [{{{GROUP} 0->1 (max: 2)}}]"}
     claim = await api.get(types_pb2.ResourceClaim, "two", ns)
     assert {r.pool for r in claim.status.allocation.devices.results} == {node.metadata.name}

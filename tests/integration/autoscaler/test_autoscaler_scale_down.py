@@ -68,6 +68,7 @@ from tests.integration.autoscaler.autoscaler_env import (
     nominate,
     open_clients,
     pod_events,
+    recorded_pod_events,
     scales_up_for_nomination_to_a_gone_node,
     two_more_loops,
 )
@@ -778,6 +779,7 @@ async def test_s_ca_4_delay_after_add_and_unneeded_time(
         (node,) = await eventually(
             lambda: _nodes_with_running(api, ns, 1), timeout=25, interval=0.2
         )
+        await recorded_pod_events(api, ns, "TriggeredScaleUp", ["pending"])
         (triggered,) = await events(api, ns, "TriggeredScaleUp")
         scaled_up_at = triggered.first_timestamp.seconds
         await api.delete(types_pb2.Pod, "pending", ns, grace_period_seconds=0)

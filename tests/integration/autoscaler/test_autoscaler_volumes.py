@@ -27,6 +27,7 @@ from tests.integration.autoscaler.autoscaler_env import (
     group_nodes,
     open_clients,
     pod_events,
+    recorded_pod_events,
     two_more_loops,
     unschedulable,
 )
@@ -106,7 +107,7 @@ async def test_a_wait_for_first_consumer_claim_grows_the_group_of_its_zone(
     (new,) = await group_nodes(api, "zone-b", 1)
     assert node == new.metadata.name
     assert await cloud.target_size("zone-a") == 0
-    events = await pod_events(api, ns, "TriggeredScaleUp")
+    events = await recorded_pod_events(api, ns, "TriggeredScaleUp", ["p"])
     assert events == {"p": "pod triggered scale-up: [{zone-b 0->1 (max: 2)}]"}, events
     claim = await api.get(types_pb2.PersistentVolumeClaim, "data", ns)
     assert claim.status.phase == "Bound"
