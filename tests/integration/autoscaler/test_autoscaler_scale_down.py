@@ -204,7 +204,9 @@ async def grow(
         assert len(nodes) == n and all(is_node_ready(x) for x in nodes), nodes
         return [x.metadata.name for x in nodes]
 
-    return await eventually(ready, timeout=20, interval=0.05)
+    # In virtual time the cloud starts its kubelets one at a time, each once the previous one
+    # registered (cloud/provider.py: one boot order in every run): n process starts in a row.
+    return await eventually(ready, timeout=10 + 10 * n, interval=0.05)
 
 
 async def unprotect(api: Client, *names: str) -> None:
