@@ -10,8 +10,10 @@ resolved once by the process:
   preemption": it is counted on that node and triggers no scale-up. A pod nominated to a node
   that does not exist is an ordinary unschedulable pod.
 - from 1.37 (#9607): every unbound pod with a nominatedNodeName is counted on its node when
-  the node exists (whatever its conditions, expendable or not: KEP-5278's binding-cycle NNN,
-  pods of other schedulers) and never triggers a scale-up, even when the node is gone.
+  the node exists (whatever its conditions: KEP-5278's binding-cycle NNN, pods of other
+  schedulers) and never triggers a scale-up, even when the node is gone; expendable pods and
+  pods being deleted are filtered out first, as before (neither counted there nor scaled
+  for: an expendable pod's room is free, a terminating pod will not bind).
 """
 
 from __future__ import annotations
@@ -44,6 +46,16 @@ def is_scheduled(pod: types_pb2.Pod) -> bool:
 def is_expendable(pod: types_pb2.Pod, cutoff: int) -> bool:
     """Priority below the cutoff: never triggers a scale-up (upstream IsExpendablePod)."""
     return pod_priority(pod) < cutoff
+
+
+def counted_on_nominated_node(pod: types_pb2.Pod, cutoff: int) -> bool:
+    """From 1.37 (#9607): an unbound pod that has a nominatedNodeName and passed the filters
+    that come first (not being deleted, not expendable) is counted on that node."""
+    return (
+        bool(pod.status.nominated_node_name)
+        and not pod.metadata.HasField("deletion_timestamp")
+        and not is_expendable(pod, cutoff)
+    )
 
 
 @dataclass
@@ -82,7 +94,7 @@ def sort_pods(
         if pod.spec.node_name or pod.status.phase in _TERMINAL:
             continue
         nnn = pod.status.nominated_node_name
-        if nnn_always and nnn:
+        if nnn_always and counted_on_nominated_node(pod, expendable_cutoff):
             if nnn in node_names:
                 out.nominated.append((pod, nnn))
             elif is_unschedulable(pod):

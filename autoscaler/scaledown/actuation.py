@@ -21,6 +21,7 @@ from typing import Final
 from autoscaler.clusterstate import DELETING, CloudApi, GroupState, instance_name
 from autoscaler.config import AutoscalingOptions
 from autoscaler.metrics import Metrics
+from autoscaler.pods import counted_on_nominated_node
 from autoscaler.scale_up import Recorder
 from autoscaler.scaledown.drain import SCALE_DOWN as SCALE_DOWN  # the reason of its node events too
 from autoscaler.scaledown.drain import DrainFailed, Evictor, pods_to_evict
@@ -264,8 +265,8 @@ class Actuator:
 
     async def _not_empty(self, node: str) -> str:
         """Why a node chosen as empty is not empty any more, after its taint: a pod bound to
-        it since (other than expendable ones), or (from 1.37) one nominated to it;
-        "" if still empty."""
+        it since (other than expendable ones), or (from 1.37) one nominated to it and counted
+        there (autoscaler/pods.py); "" if still empty."""
         for p in await pods_to_evict(self._client, node):
             if pod_priority(p) >= self._expendable_cutoff:
                 return f"pod {object_key(p)} is bound to it"
@@ -273,8 +274,8 @@ class Actuator:
             return ""
         unbound = await self._client.list_all(types_pb2.Pod, field_selector="spec.nodeName=")
         for p in unbound.items:
-            if p.status.nominated_node_name == node and not p.metadata.HasField(
-                "deletion_timestamp"
+            if p.status.nominated_node_name == node and counted_on_nominated_node(
+                p, self._expendable_cutoff
             ):
                 return f"pod {object_key(p)} is nominated to it"
         return ""

@@ -144,6 +144,15 @@ RULES: Final[Mapping[str, VersionRule]] = MappingProxyType(
             'to one or more pvc(s) bound to non-existent pv(s)") (kubernetes#105245; '
             "pkg/scheduler/framework/plugins/volumebinding/volume_binding.go podHasPVCs)",
         ),
+        "rwop_conflict_in_use_message": VersionRule(
+            Version(1, 33),
+            "VolumeRestrictions' ReadWriteOncePod conflict reads \"node(s) unavailable due to "
+            "PersistentVolumeClaim with ReadWriteOncePod access mode already in-use by another "
+            'pod"; before, "node has pod using PersistentVolumeClaim with the same name and '
+            'ReadWriteOncePod access mode" (kubernetes#129145, issue #129143; '
+            "pkg/scheduler/framework/plugins/volumerestrictions/volume_restrictions.go "
+            "ErrReasonReadWriteOncePodConflict)",
+        ),
         "scheduling_failure_checks_uid": VersionRule(
             Version(1, 34),
             "the scheduler's failure handling finds the pod by name and, when the informer "
@@ -195,6 +204,7 @@ class VersionRules:
     podgroup_protection_admission: bool
     job_workload_builder: bool
     volume_binding_lost_claim_pre_filter: bool
+    rwop_conflict_in_use_message: bool
     scheduling_failure_checks_uid: bool
     preempt_pre_bind_in_memory: bool
     preempted_waiting_pod_backs_off: bool

@@ -9,8 +9,10 @@ many of them some pod of the snapshot (bound or assumed) already uses. Skip when
 no claims, or none of its ReadWriteOncePod claims is in use: a pod without volumes costs one
 pass over its volumes.
 
-Filter: Unschedulable "node has pod using PersistentVolumeClaim with the same name and
-ReadWriteOncePod access mode" on every node while the count is positive. The conflict is
+Filter: Unschedulable "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod
+access mode already in-use by another pod" (1.33+; "node has pod using PersistentVolumeClaim
+with the same name and ReadWriteOncePod access mode" before, kubernetes#129145) on every node
+while the count is positive. The conflict is
 cluster-wide, but preemption's dry run on the holder's node removes the holder (RemovePod
 lowers the count), so the preemptor may evict it there (S-PRE-19).
 
@@ -23,6 +25,7 @@ from __future__ import annotations
 from typing import Final
 
 from kemu.api.v1 import types_pb2
+from kemu.component.version_rules import VersionRules
 from kemu.machinery.resources import is_pod_resize_deferred
 from kemu.machinery.storage import (
     READ_WRITE_ONCE_POD,
@@ -65,8 +68,19 @@ NAME: Final = "VolumeRestrictions"
 PRE_FILTER_STATE_KEY: Final = "PreFilter" + NAME
 
 ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT: Final = (
+    "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode "
+    "already in-use by another pod"
+)
+ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT_BEFORE_1_33: Final = (
     "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
 )
+
+
+def conflict_reason(rules: VersionRules) -> str:
+    """The conflict's reason at the rules' version (VersionRules rwop_conflict_in_use_message)."""
+    if rules.rwop_conflict_in_use_message:
+        return ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT
+    return ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT_BEFORE_1_33
 
 
 class _PreFilterState:
@@ -106,9 +120,15 @@ class VolumeRestrictions(PreFilterPlugin, FilterPlugin, PreFilterExtensions, Enq
     NAME = NAME
 
     def __init__(
-        self, handle: Handle, listers: VolumeListers, *, skip_deferred: bool = False
+        self,
+        handle: Handle,
+        listers: VolumeListers,
+        *,
+        skip_deferred: bool = False,
+        reason: str = ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT,
     ) -> None:
         self.skip_deferred = skip_deferred
+        self.reason = reason
         self.handle = handle
         self.listers = listers
 
@@ -166,7 +186,7 @@ class VolumeRestrictions(PreFilterPlugin, FilterPlugin, PreFilterExtensions, Enq
         if not isinstance(s, _PreFilterState):
             return as_error(f"reading {PRE_FILTER_STATE_KEY!r} from cycleState: not found")
         if s.conflicts > 0:
-            return unschedulable(ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT)
+            return unschedulable(self.reason)
         return SUCCESS
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
@@ -212,5 +232,8 @@ class VolumeRestrictions(PreFilterPlugin, FilterPlugin, PreFilterExtensions, Enq
 
 def new(args: PluginArgs, handle: Handle) -> VolumeRestrictions:
     return VolumeRestrictions(
-        handle, volume_listers(handle), skip_deferred=resize_preemption_enabled(handle.gates)
+        handle,
+        volume_listers(handle),
+        skip_deferred=resize_preemption_enabled(handle.gates),
+        reason=conflict_reason(VersionRules.at(handle.gates.version)),
     )

@@ -194,12 +194,13 @@ async def nominate(
 def counted_on_nominated_node(version: str, *, unschedulable: bool, expendable: bool) -> bool:
     """Whether the autoscaler at `version` counts an unbound pod on the node its
     status.nominatedNodeName names (when that node exists), as cluster-autoscaler does: from
-    1.37 (kubernetes/autoscaler#9607) every such pod; before, only an unschedulable
-    (PodScheduled=False/Unschedulable), non-expendable one ("waiting for lower priority pods
-    preemption"). A pod counted on its node keeps that node from being scaled down."""
+    1.37 (kubernetes/autoscaler#9607) every such pod but the expendable ones (filtered out
+    first); before, only an unschedulable (PodScheduled=False/Unschedulable), non-expendable
+    one ("waiting for lower priority pods preemption"). A pod counted on its node keeps that
+    node from being scaled down. (A pod being deleted is never counted there.)"""
     major, minor = (int(x) for x in version.split("."))
     if (major, minor) >= (1, 37):
-        return True
+        return not expendable
     return unschedulable and not expendable
 
 

@@ -86,6 +86,8 @@ HOSTNAME = "kubernetes.io/hostname"
 SIMULATED_PROVISIONER = "kemu.io/simulated"
 TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler"
 DELETION_CANDIDATE = "DeletionCandidateOfClusterAutoscaler"
+HOLD = "kemu.io/test-hold"
+"""A finalizer no controller removes: the pod stays terminating until the test lifts it."""
 DELETING_STATE = cloud_pb2.InstanceStatus.instanceDeleting
 EXPENDABLE_CUTOFF = -10
 """--expendable-pods-priority-cutoff's default."""
@@ -909,9 +911,9 @@ async def test_s_ca_3_an_expendable_pod_nominated_to_a_node(
     clients: tuple[Client, CloudProviderClient],
     version: str,
 ) -> None:
-    """An expendable (priority -20) preemptor nominated to an otherwise empty node: before
-    #9607 the expendable filter drops it first, so the node goes; from 1.37 every pod with a
-    nominatedNodeName is counted on its node, expendable or not, so the node stays."""
+    """An expendable (priority -20) preemptor nominated to an otherwise empty node: the
+    expendable filter drops it first at every version (from 1.37 too: #9607 counts the pods
+    with a nominatedNodeName on their nodes after that filter), so the node goes."""
     api, cloud = clients
     autoscaler = autoscalers.use(version)
     counted = counted_on_nominated_node(version, unschedulable=True, expendable=True)
@@ -948,6 +950,36 @@ async def test_s_ca_3_an_expendable_pod_nominated_to_a_node(
         await eventually(lambda: pool_empty(api), timeout=20, interval=0.3)
     # An expendable pod never blocks a scale-down: no invariant holds the node for it.
     assert violations(nodes, pods) == []
+
+
+@pytest.mark.parametrize("version", VERSIONS[::-1])
+async def test_s_ca_4_a_terminating_pod_nominated_to_a_node(
+    cluster: Cluster,
+    autoscalers: Autoscalers,
+    clients: tuple[Client, CloudProviderClient],
+    version: str,
+) -> None:
+    """A preemptor nominated to an otherwise empty node and then deleted (a finalizer keeps
+    it terminating): it will never bind, and no version counts it on its node (before #9607
+    it is no unschedulable pod; from 1.37 #9607 filters pods being deleted out before it
+    counts the nominated ones), so the node goes as empty."""
+    api, cloud = clients
+    autoscaler = autoscalers.use(version)
+    ns = await create_namespace(api, f"ca4-term-{version.replace('.', '')}")
+    async with recorded(api) as (nodes, pods):
+        (node,) = await grow(api, cloud, 1)
+        pod = make_pod("leaving").namespace(ns).req(cpu="200m").grace(0).obj()
+        pod.metadata.finalizers.append(HOLD)
+        await nominate(api, pod, node, unschedulable=True)
+        await api.delete(types_pb2.Pod, "leaving", ns)
+        leaving = await api.get(types_pb2.Pod, "leaving", ns)
+        assert leaving.metadata.HasField("deletion_timestamp")
+        assert leaving.status.nominated_node_name == node
+        await unprotect(api, node)
+        await eventually(lambda: pool_empty(api), timeout=15, interval=0.2)
+        assert f"scale-down: removing empty node {node}" in cluster.logs()[autoscaler]
+        await api.patch(types_pb2.Pod, "leaving", {"metadata": {"finalizers": None}}, ns)
+    assert violations(nodes, pods, nominated_counts=False) == []
 
 
 @pytest.mark.parametrize(

@@ -77,8 +77,10 @@ NOT_ELIGIBLE_TERMINATING: Final = "not eligible due to a terminating pod on the 
 NOT_HELPFUL: Final = "Preemption is not helpful for scheduling"
 NO_NODES: Final = "no nodes available to schedule pods"
 RWOP: Final = "ReadWriteOncePod"
+# (the default version's, 1.33+: kubernetes#129145)
 RWOP_CONFLICT: Final = (
-    "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
+    "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode "
+    "already in-use by another pod"
 )
 
 

@@ -4,7 +4,11 @@ for preemption's dry run, a claim that does not exist) and its queueing hints.""
 
 from __future__ import annotations
 
+import pytest
+
 from kemu.api.v1 import types_pb2
+from kemu.component.featuregate import FeatureGates
+from kemu.component.version import Version
 from kemu.scheduling.events import QueueingHint
 from kemu.scheduling.interface import CycleState
 from kemu.scheduling.plugins import volume_restrictions
@@ -110,3 +114,28 @@ def test_a_deferred_resize_of_a_rwop_claims_holder_is_not_its_own_conflict() -> 
     assert on.pre_filter(CycleState(), holder, [n])[1].code is Code.SKIP
     # an ordinary pod of the claim still conflicts with the holder
     assert on.pre_filter(CycleState(), pod("p", "rwop"), [n])[1].code is Code.SUCCESS
+
+
+@pytest.mark.parametrize(
+    ("minor", "reason"),
+    [
+        (32, volume_restrictions.ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT_BEFORE_1_33),
+        (33, volume_restrictions.ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT),
+        (37, volume_restrictions.ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT),
+    ],
+)
+def test_conflict_reason_by_version(
+    minor: int, reason: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kubernetes#129145 (1.33) rewrote the conflict's text; the plugin made at each version
+    writes that version's."""
+    monkeypatch.setattr(volume_restrictions, "volume_listers", lambda _: listers(claims=CLAIMS))
+    holder = pod("holder", "rwop")
+    n = node_with(holder)
+    handle = FakeHandle(nodes=[n])
+    handle.fake_gates = FeatureGates.for_version(Version(1, minor))
+    pl = volume_restrictions.new(None, handle)
+    state = CycleState()
+    p = pod("p", "rwop")
+    assert pl.pre_filter(state, p, [n])[1].code is Code.SUCCESS
+    assert pl.filter(state, p, n).reasons == (reason,)
