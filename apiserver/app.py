@@ -27,7 +27,7 @@ import grpc
 from anyio.abc import TaskStatus
 from google.protobuf.message import Message
 
-from apiserver import kubernetes_service
+from apiserver import flowcontrol_bootstrap, kubernetes_service
 from apiserver.admission.priority import system_priority_classes
 from apiserver.clock.activity import Activity
 from apiserver.clock.cluster_clock import ClusterClock
@@ -228,6 +228,14 @@ async def _serve(apiserver: _Apiserver, settings: ApiserverSettings, ctx: Compon
         )
         await _bootstrap(apiserver.registry, ctx)
         await _bootstrap_kubernetes_service(apiserver.registry, settings, ctx)
+        if flowcontrol_bootstrap.served(apiserver.registry):  # issue #58 item 3
+            await retry_until_ready(
+                "the APF bootstrap configuration",
+                functools.partial(flowcontrol_bootstrap.ensure, apiserver.registry),
+                clock=ctx.clock,
+                retry_on=(Unavailable, Conflict),
+            )
+            tg.start_soon(_ensure_flowcontrol, apiserver.registry, ctx)
         if settings.serving.rest_port:  # (first: a failed bind leaves no gRPC server running)
             rest = RestApi(
                 apiserver.registry,
@@ -354,6 +362,16 @@ async def _bootstrap_kubernetes_service(
 
         what = f"{kind_of(obj).kind} default/{kubernetes_service.NAME}"
         await retry_until_ready(what, ensure, clock=ctx.clock, retry_on=(Unavailable, Conflict))
+
+
+async def _ensure_flowcontrol(registry: Registry, ctx: ComponentContext) -> None:
+    """The APF bootstrap ensurer's periodic passes (apiserver/flowcontrol_bootstrap.py)."""
+    while True:
+        await ctx.clock.sleep(flowcontrol_bootstrap.ENSURE_INTERVAL)
+        try:
+            await flowcontrol_bootstrap.ensure(registry)
+        except (Unavailable, Conflict) as e:  # as upstream: logged, tried next time
+            logger.warning("APF bootstrap ensurer ran into error, will retry later: %s", e)
 
 
 async def _compactor(

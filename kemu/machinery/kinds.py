@@ -40,6 +40,7 @@ DRA_DEVICE_TAINT_RULES: Final = "DRADeviceTaintRules"
 """(kemu.component.featuregate.DRA_DEVICE_TAINT_RULES.)"""
 RBAC_V1: Final = "rbac.authorization.k8s.io/v1"
 NETWORKING_V1: Final = "networking.k8s.io/v1"
+FLOWCONTROL_V1: Final = "flowcontrol.apiserver.k8s.io/v1"
 
 
 @dataclass(frozen=True)
@@ -475,6 +476,28 @@ KINDS: Final[tuple[Kind, ...]] = (
         ("hpa",),
         # autoscaling/v2 from 1.23 (GA), v1 always (converted: kemu.machinery.autoscaling)
         versions=((21, ("autoscaling/v1",)), (23, ("autoscaling/v2", "autoscaling/v1"))),
+    ),
+    # ---- flowcontrol.apiserver.k8s.io/v1 (issue #58 item 3): GA at 1.29 (upstream's
+    # pkg/registry/flowcontrol/rest/storage_flowcontrol.go). The earlier v1beta1-v1beta3 are
+    # not served: before 1.29 the kinds are absent (v1beta2's assuredConcurrencyShares would need
+    # a conversion). No short names upstream.
+    Kind(
+        "FlowSchema",
+        "flowschemas",
+        FLOWCONTROL_V1,
+        False,
+        types_pb2.FlowSchema,
+        "flow_schema",
+        versions=((29, (FLOWCONTROL_V1,)),),
+    ),
+    Kind(
+        "PriorityLevelConfiguration",
+        "prioritylevelconfigurations",
+        FLOWCONTROL_V1,
+        False,
+        types_pb2.PriorityLevelConfiguration,
+        "priority_level_configuration",
+        versions=((29, (FLOWCONTROL_V1,)),),
     ),
 )
 

@@ -40,7 +40,11 @@ def test_s_api_rc_1_every_prerelease_version_kemu_serves_is_off_by_default() -> 
             assert enabled_by_default(gv, minor) == (version.rstrip("0123456789") == "v"), gv
         assert served(minor) == {}
         at = Served.at(minor, lambda gate: True, RuntimeConfig())
-        assert {k.kind for k in KINDS if not k.gate} <= set(at.api_versions)
+        # (a kind whose versions start later, as flowcontrol's v1 at 1.29, from there)
+        born = {
+            k.kind for k in KINDS if not k.gate and (not k.versions or k.versions[0][0] <= minor)
+        }
+        assert born <= set(at.api_versions)
     assert enabled_by_default("autoscaling/v2beta2", 23)
     assert not enabled_by_default("storage.k8s.io/v1beta1", 24)
 
