@@ -370,7 +370,7 @@ async def _ensure_flowcontrol(registry: Registry, ctx: ComponentContext) -> None
         await ctx.clock.sleep(flowcontrol_bootstrap.ENSURE_INTERVAL)
         try:
             await flowcontrol_bootstrap.ensure(registry)
-        except (Unavailable, Conflict) as e:  # as upstream: logged, tried next time
+        except Exception as e:  # as upstream: any error logged, tried next time
             logger.warning("APF bootstrap ensurer ran into error, will retry later: %s", e)
 
 

@@ -41,6 +41,12 @@ DRA_DEVICE_TAINT_RULES: Final = "DRADeviceTaintRules"
 RBAC_V1: Final = "rbac.authorization.k8s.io/v1"
 NETWORKING_V1: Final = "networking.k8s.io/v1"
 FLOWCONTROL_V1: Final = "flowcontrol.apiserver.k8s.io/v1"
+FLOWCONTROL_V1BETA3: Final = "flowcontrol.apiserver.k8s.io/v1beta3"
+_FLOWCONTROL_VERSIONS: Final = (
+    (26, (FLOWCONTROL_V1BETA3,)),
+    (29, (FLOWCONTROL_V1, FLOWCONTROL_V1BETA3)),
+    (32, (FLOWCONTROL_V1,)),
+)
 
 
 @dataclass(frozen=True)
@@ -478,9 +484,10 @@ KINDS: Final[tuple[Kind, ...]] = (
         versions=((21, ("autoscaling/v1",)), (23, ("autoscaling/v2", "autoscaling/v1"))),
     ),
     # ---- flowcontrol.apiserver.k8s.io/v1 (issue #58 item 3): GA at 1.29 (upstream's
-    # pkg/registry/flowcontrol/rest/storage_flowcontrol.go). The earlier v1beta1-v1beta3 are
-    # not served: before 1.29 the kinds are absent (v1beta2's assuredConcurrencyShares would need
-    # a conversion). No short names upstream.
+    # pkg/registry/flowcontrol/rest/storage_flowcontrol.go); v1beta3 (the same shape) from 1.26
+    # until its removal in 1.32, on by default (runtime_config.LEGACY_BETA_ON_BY_DEFAULT).
+    # v1beta1 and v1beta2 are not served: before 1.26 the kinds are absent (their
+    # assuredConcurrencyShares would need a conversion). No short names upstream.
     Kind(
         "FlowSchema",
         "flowschemas",
@@ -488,7 +495,7 @@ KINDS: Final[tuple[Kind, ...]] = (
         False,
         types_pb2.FlowSchema,
         "flow_schema",
-        versions=((29, (FLOWCONTROL_V1,)),),
+        versions=_FLOWCONTROL_VERSIONS,
     ),
     Kind(
         "PriorityLevelConfiguration",
@@ -497,7 +504,7 @@ KINDS: Final[tuple[Kind, ...]] = (
         False,
         types_pb2.PriorityLevelConfiguration,
         "priority_level_configuration",
-        versions=((29, (FLOWCONTROL_V1,)),),
+        versions=_FLOWCONTROL_VERSIONS,
     ),
 )
 

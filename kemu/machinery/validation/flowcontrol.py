@@ -1,14 +1,18 @@
 """flowcontrol.apiserver.k8s.io/v1: FlowSchema and PriorityLevelConfiguration (upstream
 pkg/apis/flowcontrol/validation/validation.go; issue #58 item 3). The field paths and
-messages are upstream's; the mandatory objects are not fixed here but restored by the
-ensurer (apiserver/flowcontrol_bootstrap.py), as upstream's."""
+messages are upstream's; a mandatory object's spec must equal upstream's fixed value (the
+bootstrap objects of kemu.machinery.flowcontrol; the exempt level's shares and lendablePercent
+excepted, KEP-1040's tunable exempt level)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Final
 
+from google.protobuf.message import Message
+
 from kemu.api.v1 import types_pb2
+from kemu.machinery import flowcontrol
 from kemu.machinery.errors import Cause
 from kemu.machinery.validation.field import forbidden, invalid, not_supported, required
 from kemu.machinery.validation.meta import validate_object_meta
@@ -20,6 +24,14 @@ _RESPONSE_TYPES: Final = ("Queue", "Reject")
 _MAX_PRECEDENCE: Final = 10000
 _MAX_QUEUES: Final = 10000
 _MAX_HAND_SIZE: Final = 60
+
+
+def _fixed(name: str, spec: Message, mandatory: list[Message]) -> list[Cause]:
+    """`if mand, ok := internalbootstrap.Mandatory...[name]`: the spec must equal it."""
+    for m in mandatory:
+        if m.metadata.name == name and m.spec != spec:  # type: ignore[attr-defined]
+            return [invalid("spec", "", f"spec of '{name}' must equal the fixed value")]
+    return []
 
 
 def _star_only(path: str, values: Sequence[str], what: str) -> list[Cause]:
@@ -94,7 +106,7 @@ def _rules(rule: types_pb2.PolicyRulesWithSubjects, path: str) -> list[Cause]:
 
 def validate_flow_schema(fs: types_pb2.FlowSchema) -> list[Cause]:
     """ValidateFlowSchema: precedence in [1, 10000], a distinguisher of ByUser/ByNamespace,
-    a priority level named, each rule's subjects and rules."""
+    a priority level named, each rule's subjects and rules; a mandatory schema's spec fixed."""
     causes = validate_object_meta(fs.metadata, namespaced=False)
     spec = fs.spec
     if not 0 < spec.matching_precedence <= _MAX_PRECEDENCE:
@@ -115,7 +127,8 @@ def validate_flow_schema(fs: types_pb2.FlowSchema) -> list[Cause]:
         )
     for i, rule in enumerate(spec.rules):
         causes += _rules(rule, f"spec.rules[{i}]")
-    return causes
+    mandatory: list[Message] = list(flowcontrol.mandatory_flow_schemas())
+    return causes + _fixed(fs.metadata.name, spec, mandatory)
 
 
 def _queuing(q: types_pb2.QueuingConfiguration, path: str) -> list[Cause]:
@@ -152,7 +165,7 @@ def _percent(path: str, value: int) -> list[Cause]:
 def validate_priority_level(pl: types_pb2.PriorityLevelConfiguration) -> list[Cause]:
     """ValidatePriorityLevelConfiguration: the type Exempt or Limited with only its own part;
     a limited level's shares, percents and limit response (a Queue response's queuing); the
-    type Exempt if and only if the name is exempt."""
+    type Exempt if and only if the name is exempt; a mandatory level's spec fixed."""
     causes = validate_object_meta(pl.metadata, namespaced=False)
     spec = pl.spec
     if spec.type == "Exempt":
@@ -217,4 +230,10 @@ def validate_priority_level(pl: types_pb2.PriorityLevelConfiguration) -> list[Ca
         causes.append(
             invalid("spec.type", spec.type, "type must be 'Exempt' if and only if name is 'exempt'")
         )
+    compared = types_pb2.PriorityLevelConfigurationSpec()
+    compared.CopyFrom(spec)
+    if pl.metadata.name == flowcontrol.EXEMPT and spec.type == "Exempt":
+        compared.exempt.CopyFrom(flowcontrol.mandatory_priority_levels()[0].spec.exempt)
+    mandatory: list[Message] = list(flowcontrol.mandatory_priority_levels())
+    causes += _fixed(pl.metadata.name, compared, mandatory)
     return causes

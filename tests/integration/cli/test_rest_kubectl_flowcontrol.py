@@ -17,6 +17,7 @@ import pytest
 from kemu.client.client import Client
 from kemu.machinery.virtual_time import ClockMode
 from kemu.testing.cluster import Cluster
+from kemu.testing.processes import python_env, run_python_module
 from tests.integration.cli.kubectl_env import KUBECTL, Kubectl
 
 pytestmark = [
@@ -78,7 +79,7 @@ def kubectl(cluster: Cluster) -> Kubectl:
     return Kubectl(cluster)
 
 
-def rows(kubectl: Kubectl, resource: str) -> tuple[list[str], dict[str, list[str]]]:
+def rows_of(kubectl: Kubectl, resource: str) -> tuple[list[str], dict[str, list[str]]]:
     lines = kubectl.run("get", resource).stdout.splitlines()
     return lines[0].split(), {line.split()[0]: line.split() for line in lines[1:]}
 
@@ -86,7 +87,7 @@ def rows(kubectl: Kubectl, resource: str) -> tuple[list[str], dict[str, list[str
 async def test_apf_bootstrap_1_flow_schemas_listed(kubectl: Kubectl) -> None:
     """A fresh cluster lists upstream's bootstrap FlowSchemas with upstream's columns; none
     is dangling."""
-    header, got = rows(kubectl, "flowschemas")
+    header, got = rows_of(kubectl, "flowschemas")
     assert header == [
         "NAME", "PRIORITYLEVEL", "MATCHINGPRECEDENCE", "DISTINGUISHERMETHOD", "AGE", "MISSINGPL"
     ]  # fmt: skip
@@ -105,7 +106,7 @@ async def test_apf_bootstrap_1_flow_schemas_listed(kubectl: Kubectl) -> None:
 
 
 async def test_apf_bootstrap_2_priority_levels_listed(kubectl: Kubectl) -> None:
-    header, got = rows(kubectl, "prioritylevelconfigurations")
+    header, got = rows_of(kubectl, "prioritylevelconfigurations")
     assert header == [
         "NAME", "TYPE", "NOMINALCONCURRENCYSHARES", "QUEUES", "HANDSIZE", "QUEUELENGTHLIMIT",
         "AGE",
@@ -119,30 +120,32 @@ async def test_apf_bootstrap_2_priority_levels_listed(kubectl: Kubectl) -> None:
 
 
 async def test_apf_ensure_1_mandatory_restored(kubectl: Kubectl, client: Client) -> None:
-    """A deleted mandatory FlowSchema comes back, a changed mandatory level gets its spec back,
-    at the ensurer's next pass; a suggested one changed by a user (generation 2) with
-    autoupdate-spec "true" is restored too."""
-    kubectl.run("delete", "flowschema", "catch-all")
-    kubectl.run(
+    """A mandatory object's spec cannot change (422: upstream's fixed value); a deleted one
+    comes back at the ensurer's next pass; a suggested one changed by a user (generation 2)
+    with autoupdate-spec "true" is restored too."""
+    proc = kubectl.run(
         "patch", "prioritylevelconfiguration", "catch-all", "--type", "merge",
         "-p", '{"spec":{"limited":{"nominalConcurrencyShares":7}}}',
+        check=False,
     )  # fmt: skip
+    assert proc.returncode != 0
+    assert "spec of 'catch-all' must equal the fixed value" in proc.stderr, proc.stderr
+    kubectl.run("delete", "flowschema", "catch-all")
+    kubectl.run("delete", "prioritylevelconfiguration", "catch-all")
     kubectl.run(
         "patch", "flowschema", "service-accounts", "--type", "merge",
         "-p", '{"spec":{"matchingPrecedence":9001}}',
     )  # fmt: skip
-    assert (
-        kubectl.json("get", "flowschema", "service-accounts")["spec"]["matchingPrecedence"] == 9001
-    )
+    fs = kubectl.json("get", "flowschema", "service-accounts")
+    assert fs["spec"]["matchingPrecedence"] == 9001
     assert kubectl.run("get", "flowschema", "catch-all", check=False).returncode != 0
     await client.advance_clock(ENSURE_PERIOD + 1)
     fs = kubectl.json("get", "flowschema", "catch-all")
     assert fs["spec"]["matchingPrecedence"] == 10000
     pl = kubectl.json("get", "prioritylevelconfiguration", "catch-all")
     assert pl["spec"]["limited"]["nominalConcurrencyShares"] == 5
-    assert (
-        kubectl.json("get", "flowschema", "service-accounts")["spec"]["matchingPrecedence"] == 9000
-    )
+    fs = kubectl.json("get", "flowschema", "service-accounts")
+    assert fs["spec"]["matchingPrecedence"] == 9000
 
 
 async def test_apf_ensure_2_suggested_autoupdate_false_left_alone(
@@ -185,7 +188,7 @@ spec:
     fs = kubectl.json("get", "flowschema", "orphan")
     assert fs["spec"]["matchingPrecedence"] == 1000  # defaulted
     await client.advance_clock(ENSURE_PERIOD + 1)
-    _, got = rows(kubectl, "flowschemas")
+    _, got = rows_of(kubectl, "flowschemas")
     assert got["orphan"][1:4] == ["nowhere", "1000", "<none>"] and got["orphan"][5] == "True"
     (cond,) = kubectl.json("get", "flowschema", "orphan")["status"]["conditions"]
     assert (cond["status"], cond["reason"]) == ("True", "NotFound")
@@ -222,3 +225,40 @@ spec:
     assert (
         "spec.matchingPrecedence" in proc.stderr and "spec.distinguisherMethod.type" in proc.stderr
     )
+
+
+async def test_apf_bootstrap_3_kemuctl_through_the_grpc_edge(cluster: Cluster) -> None:
+    """kemuctl (gRPC) lists the bootstrap objects with the same columns."""
+    env = python_env({"KEMU_SERVER": cluster.server})
+    done = run_python_module("kemu.ctl", ("get", "prioritylevelconfigurations"), env=env)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].split()[:3] == ["NAME", "TYPE", "NOMINALCONCURRENCYSHARES"]
+    assert {line.split()[0] for line in lines[1:]} >= PRIORITY_LEVELS.keys() - {"workload-low"}
+    done = run_python_module("kemu.ctl", ("get", "flowschema", "probes"), env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1].split()[:4] == ["probes", "exempt", "2", "<none>"]
+
+
+@pytest.fixture(scope="module")
+def kubectl_1_28(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubectl]:
+    with Cluster(tmp_path_factory.mktemp("flowcontrol-1.28")) as c:
+        c.start_etcd(unsafe_no_fsync=True)
+        c.start_apiserver(rest=True, emulated_version="1.28")
+        c.write_kubeconfig()
+        yield Kubectl(c)
+
+
+async def test_apf_versions_1_v1beta3_before_1_29(kubectl_1_28: Kubectl) -> None:
+    """At 1.28 the kinds are served as v1beta3 only, on by default (upstream's
+    legacyBetaEnabledByDefaultResources), with the same bootstrap objects."""
+    out = kubectl_1_28.run("api-resources", "--api-group", "flowcontrol.apiserver.k8s.io").stdout
+    rows = {line.split()[0]: line.split() for line in out.splitlines()[1:]}
+    assert rows["flowschemas"][-3:] == [
+        "flowcontrol.apiserver.k8s.io/v1beta3", "false", "FlowSchema"
+    ]  # fmt: skip
+    fs = kubectl_1_28.json("get", "flowschema", "catch-all")
+    assert fs["apiVersion"] == "flowcontrol.apiserver.k8s.io/v1beta3"
+    assert fs["spec"]["matchingPrecedence"] == 10000
+    _, got = rows_of(kubectl_1_28, "prioritylevelconfigurations")
+    assert got.keys() == PRIORITY_LEVELS.keys()

@@ -175,3 +175,18 @@ def test_apf_dangling_and_printers() -> None:
     row = printers.TABLES["PriorityLevelConfiguration"].row(catch_all, 2.0, False)
     assert row[:6] == ["catch-all", "Limited", "5", "<none>", "<none>", "<none>"]
     assert isinstance(gone, types_pb2.FlowSchema)
+
+
+def test_apf_validation_mandatory_specs_fixed() -> None:
+    """A mandatory object's spec equals upstream's fixed value; the exempt level's shares and
+    lendablePercent may be tuned."""
+    catch_all = flowcontrol.mandatory_flow_schemas()[1]
+    catch_all.spec.matching_precedence = 9999
+    assert "must equal the fixed value" in messages(catch_all)["spec"]
+    exempt = flowcontrol.mandatory_priority_levels()[0]
+    exempt.spec.exempt.nominal_concurrency_shares = 10
+    exempt.spec.exempt.lendable_percent = 50
+    assert messages(exempt) == {}
+    level = flowcontrol.mandatory_priority_levels()[1]
+    level.spec.limited.nominal_concurrency_shares = 7
+    assert "spec of 'catch-all' must equal the fixed value" in messages(level)["spec"]
