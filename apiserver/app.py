@@ -56,6 +56,7 @@ from kemu.machinery.apiservices import local_api_services
 from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import (
     AlreadyExists,
+    ApiError,
     Conflict,
     InternalError,
     NotFound,
@@ -233,7 +234,10 @@ async def _serve(apiserver: _Apiserver, settings: ApiserverSettings, ctx: Compon
                 "the APF bootstrap configuration",
                 functools.partial(flowcontrol_bootstrap.ensure, apiserver.registry),
                 clock=ctx.clock,
-                retry_on=(Unavailable, Conflict),
+                # any error, as upstream's hook (storage_flowcontrol.go
+                # ensureAPFBootstrapConfiguration: logged, tried again a second later); an
+                # etcd Timeout under load must not stop the apiserver before it serves
+                retry_on=(ApiError,),
             )
             tg.start_soon(_ensure_flowcontrol, apiserver.registry, ctx)
         if settings.serving.rest_port:  # (first: a failed bind leaves no gRPC server running)
