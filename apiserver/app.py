@@ -33,7 +33,7 @@ from apiserver.clock.activity import Activity
 from apiserver.clock.cluster_clock import ClusterClock
 from apiserver.endpoints.calls import Calls
 from apiserver.endpoints.clock import ClockService
-from apiserver.endpoints.inflight import InflightMetrics, MaxInflight
+from apiserver.endpoints.inflight import InflightMetrics, Limiter, MaxInflight, RequestInfo
 from apiserver.endpoints.lists import Lister
 from apiserver.endpoints.metrics import Metrics
 from apiserver.endpoints.rest import discovery
@@ -41,10 +41,11 @@ from apiserver.endpoints.rest.server import RestApi
 from apiserver.endpoints.rest.server import serve as serve_rest
 from apiserver.endpoints.servicer import ApiService
 from apiserver.endpoints.watches import Watches
+from apiserver.flowcontrol.apf_filter import ApfMetrics, Config, PriorityAndFairness
 from apiserver.options import COMPONENT, parse_settings
 from apiserver.registry.apiextensions import CustomResourceDefinitions
 from apiserver.registry.registry import Registry, RegistrySettings
-from apiserver.settings import ApiserverSettings
+from apiserver.settings import ApiserverSettings, InflightSettings
 from apiserver.storage.etcd import EtcdStore
 from apiserver.storage.watch_cache import WatchCache
 from kemu.api.v1 import api_pb2, types_pb2
@@ -62,7 +63,7 @@ from kemu.machinery.errors import (
     NotFound,
     Unavailable,
 )
-from kemu.machinery.kinds import BY_KIND, KINDS, kind_of
+from kemu.machinery.kinds import BY_KIND, BY_RESOURCE, KINDS, kind_of
 from kemu.machinery.namespaces import SYSTEM_NAMESPACES, new_namespace
 
 logger = logging.getLogger(__name__)
@@ -110,7 +111,7 @@ class _Apiserver:
     registry: Registry
     api: ApiService
     grpc_server: grpc.aio.Server
-    inflight: MaxInflight
+    inflight: Limiter
     cluster_clock: ClusterClock | None
     etcd_ok: bool = True
 
@@ -173,11 +174,7 @@ class _Apiserver:
         )
         api = ApiService(registry, Lister(store, caches), watches, calls, version, caches["leases"])
         clock_service = ClockService(calls, cluster_clock, ctx.clock.now)
-        inflight = MaxInflight(
-            settings.inflight.max_requests,
-            settings.inflight.max_mutating_requests,
-            InflightMetrics(ctx.registry),
-        )
+        inflight = _limiter(settings.inflight, registry, ctx)
         server = grpc.aio.server(
             options=[
                 ("grpc.max_receive_message_length", _MAX_MESSAGE),
@@ -245,7 +242,7 @@ async def _serve(apiserver: _Apiserver, settings: ApiserverSettings, ctx: Compon
                 apiserver.registry,
                 apiserver.api,
                 ready=apiserver.ready,
-                inflight=apiserver.inflight,
+                limiter=apiserver.inflight,
                 clock=ctx.clock,
             )
             await tg.start(
@@ -366,6 +363,49 @@ async def _bootstrap_kubernetes_service(
 
         what = f"{kind_of(obj).kind} default/{kubernetes_service.NAME}"
         await retry_until_ready(what, ensure, clock=ctx.clock, retry_on=(Unavailable, Conflict))
+
+
+def _limiter(settings: InflightSettings, registry: Registry, ctx: ComponentContext) -> Limiter:
+    """Priority and fairness over the server's total concurrency, as upstream's default; the
+    max-in-flight filter with --enable-priority-and-fairness=false (or no total: no limit)."""
+    if not settings.priority_and_fairness or not settings.server_concurrency_limit:
+        return MaxInflight(
+            settings.max_requests, settings.max_mutating_requests, InflightMetrics(ctx.registry)
+        )
+    served = flowcontrol_bootstrap.served(registry)
+
+    def config() -> tuple[object, Config | None]:
+        """The stored FlowSchemas and levels (their caches' revisions the version); the
+        bootstrap objects where flowcontrol is not served (before 1.26: upstream's
+        v1beta1/v1beta2 are not modelled) or nothing is stored yet."""
+        if not served:
+            return None, None
+        schemas = registry.store.cache(BY_KIND["FlowSchema"])
+        levels = registry.store.cache(BY_KIND["PriorityLevelConfiguration"])
+        version = (schemas.revision, levels.revision)
+        fs = [co.obj for co in schemas.objects()]
+        pl = [co.obj for co in levels.objects()]
+        if not fs or not pl:
+            return version, None
+        return version, (fs, pl)  # type: ignore[return-value]
+
+    def object_count(info: RequestInfo) -> int:
+        """The objects a list reads: the resource's in its namespace, or all of them."""
+        kind = BY_RESOURCE.get(info.resource)
+        if kind is None:
+            return 0
+        try:
+            cache = registry.store.cache(kind)
+        except KeyError:
+            return 0
+        if not info.namespace:
+            return cache.count()
+        prefix = f"{kind.storage_prefix}{info.namespace}/"
+        return sum(1 for co in cache.objects() if co.key.startswith(prefix))
+
+    return PriorityAndFairness(
+        settings.server_concurrency_limit, config, object_count, ApfMetrics(ctx.registry)
+    )
 
 
 async def _ensure_flowcontrol(registry: Registry, ctx: ComponentContext) -> None:
