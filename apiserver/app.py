@@ -77,7 +77,8 @@ _NO_BACKLOG_LIMIT: Final = 2**31 - 1
 the limits core refuses new calls (at random, then all), which a client sees as CANCELLED: a
 burst of a scheduler's binds (PreemptionAsync/5000Nodes) failed so. Upstream's apiserver has
 no such refusal (its HTTP/2 server hands every stream to a handler) and sheds load only in the
-max-in-flight filter, 429 with Retry-After, which clients retry (here `inflight.MaxInflight`);
+priority and fairness (or max-in-flight) filter, 429 with Retry-After, which clients retry
+(here `inflight.Limiter`);
 so the backlog is unbounded."""
 
 

@@ -1,4 +1,6 @@
-"""The apiserver's in-flight limit, both edges: upstream's max-in-flight filter.
+"""The apiserver's in-flight limit, both edges: upstream's max-in-flight filter, used when
+`--enable-priority-and-fairness=false` (apiserver/flowcontrol otherwise, as upstream's default);
+and what both filters read of a request (RequestInfo) and offer the edges (Limiter).
 
 `--max-requests-inflight` (default 400) bounds the read-only requests being served at once and
 `--max-mutating-requests-inflight` (default 200) the mutating ones; 0 lifts a bound (upstream's
@@ -15,11 +17,11 @@ Not counted, as upstream:
   kube-node-lease. Upstream's max-in-flight filter exempts only system:masters; APF (which
   replaced it by default) serves Leases at the `leader-election` and `system` priority levels
   (apis/flowcontrol/bootstrap/default.go: system-leader-election, system-nodes), so a flood
-  of ordinary requests cannot starve a leader's renewal. kemu has no users to match on, so
-  it matches the requests those FlowSchemas carry.
+  of ordinary requests cannot starve a leader's renewal; this filter, which matches no
+  users, exempts the requests those FlowSchemas carry.
 
 One limiter serves both edges: the gRPC methods are wrapped here (`limit_unary`), the REST
-edge calls `MaxInflight.acquire` with the RequestInfo it resolves from the URL.
+edge calls `Limiter.admit` with the RequestInfo it resolves from the URL.
 """
 
 from __future__ import annotations

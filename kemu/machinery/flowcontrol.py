@@ -4,8 +4,8 @@ the ensurer's rule for keeping the bootstrap objects (issue #58 item 3).
 Upstream: k8s.io/apiserver pkg/apis/flowcontrol/bootstrap/default.go (the mandatory and
 suggested objects), pkg/apis/flowcontrol/v1/defaults.go (SetDefaults_*) and
 pkg/registry/flowcontrol/ensurer (mandatory objects restored to their spec, suggested ones
-updated only while `apf.kubernetes.io/autoupdate-spec` says so). Nothing classifies requests
-by these objects yet: they are served and kept, as upstream's storage and post-start hook.
+updated only while `apf.kubernetes.io/autoupdate-spec` says so). The apiserver's priority and
+fairness filter (apiserver/flowcontrol) classifies requests by them.
 """
 
 from __future__ import annotations
