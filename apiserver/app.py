@@ -375,20 +375,27 @@ def _limiter(settings: InflightSettings, registry: Registry, ctx: ComponentConte
         )
     served = flowcontrol_bootstrap.served(registry)
 
-    def config() -> tuple[object, Config | None]:
-        """The stored FlowSchemas and levels (their caches' revisions the version); the
-        bootstrap objects where flowcontrol is not served (before 1.26: upstream's
-        v1beta1/v1beta2 are not modelled) or nothing is stored yet."""
+    def version() -> object:
+        """The stored configuration's version: its caches' revisions (None where
+        flowcontrol is not served: before 1.26, upstream's v1beta1/v1beta2 not modelled)."""
         if not served:
-            return None, None
+            return None
         schemas = registry.store.cache(BY_KIND["FlowSchema"])
         levels = registry.store.cache(BY_KIND["PriorityLevelConfiguration"])
-        version = (schemas.revision, levels.revision)
-        fs = [co.obj for co in schemas.objects()]
-        pl = [co.obj for co in levels.objects()]
+        return (schemas.revision, levels.revision)
+
+    def config() -> Config | None:
+        """The stored FlowSchemas and levels; None (the bootstrap objects serve) where
+        flowcontrol is not served or nothing is stored yet."""
+        if not served:
+            return None
+        fs = [co.obj for co in registry.store.cache(BY_KIND["FlowSchema"]).objects()]
+        pl = [
+            co.obj for co in registry.store.cache(BY_KIND["PriorityLevelConfiguration"]).objects()
+        ]
         if not fs or not pl:
-            return version, None
-        return version, (fs, pl)  # type: ignore[return-value]
+            return None
+        return fs, pl  # type: ignore[return-value]
 
     def object_count(info: RequestInfo) -> int:
         """The objects a list reads: the resource's in its namespace, or all of them."""
@@ -405,7 +412,7 @@ def _limiter(settings: InflightSettings, registry: Registry, ctx: ComponentConte
         return sum(1 for co in cache.objects() if co.key.startswith(prefix))
 
     return PriorityAndFairness(
-        settings.server_concurrency_limit, config, object_count, ApfMetrics(ctx.registry)
+        settings.server_concurrency_limit, version, config, object_count, ApfMetrics(ctx.registry)
     )
 
 

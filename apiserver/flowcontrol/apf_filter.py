@@ -209,18 +209,20 @@ class PriorityAndFairness:
     def __init__(
         self,
         server_limit: int,
-        config: Callable[[], tuple[object, Config | None]],
+        version: Callable[[], object],
+        config: Callable[[], Config | None],
         object_count: Callable[[RequestInfo], int],
         metrics: ApfMetrics,
         *,
         now: Callable[[], float] = time.monotonic,
         wait_limit: float = WAIT_LIMIT,
     ) -> None:
-        """`config()` gives a version and the stored configuration (None: nothing stored
-        yet, the bootstrap objects serve); the levels are rebuilt when the version moves.
+        """`config()` gives the stored configuration (None: nothing stored yet, the bootstrap
+        objects serve), read again when `version()` moves.
         `object_count` the objects a list of the request would read."""
         self.server_limit = server_limit
         self._config = config
+        self._config_version = version
         self._object_count = object_count
         self._metrics = metrics
         self._now = now
@@ -233,10 +235,11 @@ class PriorityAndFairness:
     # ------------------------------------------------------------ configuration
 
     def _refresh(self) -> None:
-        version, stored = self._config()
+        version = self._config_version()
         if version == self._version:
             return
         self._version = version
+        stored = self._config()
         schemas, levels = stored if stored else bootstrap_config()
         limits = nominal_limits(self.server_limit, levels)
         kept: dict[str, _Level] = {}

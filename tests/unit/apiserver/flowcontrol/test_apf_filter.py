@@ -71,11 +71,12 @@ def test_retry_after_doubles_under_drops_and_comes_back_down() -> None:
 def _apf(
     server_limit: int, metrics_registry: CollectorRegistry, wait_limit: float = 5.0
 ) -> PriorityAndFairness:
-    def config() -> tuple[object, Config | None]:
-        return 1, None
+    def config() -> Config | None:
+        return None
 
     return PriorityAndFairness(
         server_limit,
+        lambda: 1,
         config,
         lambda info: 0,
         ApfMetrics(metrics_registry),
