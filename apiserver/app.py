@@ -27,13 +27,13 @@ import grpc
 from anyio.abc import TaskStatus
 from google.protobuf.message import Message
 
-from apiserver import kubernetes_service
+from apiserver import flowcontrol_bootstrap, kubernetes_service
 from apiserver.admission.priority import system_priority_classes
 from apiserver.clock.activity import Activity
 from apiserver.clock.cluster_clock import ClusterClock
 from apiserver.endpoints.calls import Calls
 from apiserver.endpoints.clock import ClockService
-from apiserver.endpoints.inflight import InflightMetrics, MaxInflight
+from apiserver.endpoints.inflight import InflightMetrics, Limiter, MaxInflight, RequestInfo
 from apiserver.endpoints.lists import Lister
 from apiserver.endpoints.metrics import Metrics
 from apiserver.endpoints.rest import discovery
@@ -41,10 +41,11 @@ from apiserver.endpoints.rest.server import RestApi
 from apiserver.endpoints.rest.server import serve as serve_rest
 from apiserver.endpoints.servicer import ApiService
 from apiserver.endpoints.watches import Watches
+from apiserver.flowcontrol.apf_filter import ApfMetrics, Config, PriorityAndFairness
 from apiserver.options import COMPONENT, parse_settings
 from apiserver.registry.apiextensions import CustomResourceDefinitions
 from apiserver.registry.registry import Registry, RegistrySettings
-from apiserver.settings import ApiserverSettings
+from apiserver.settings import ApiserverSettings, InflightSettings
 from apiserver.storage.etcd import EtcdStore
 from apiserver.storage.watch_cache import WatchCache
 from kemu.api.v1 import api_pb2, types_pb2
@@ -56,12 +57,13 @@ from kemu.machinery.apiservices import local_api_services
 from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import (
     AlreadyExists,
+    ApiError,
     Conflict,
     InternalError,
     NotFound,
     Unavailable,
 )
-from kemu.machinery.kinds import BY_KIND, KINDS, kind_of
+from kemu.machinery.kinds import BY_KIND, BY_RESOURCE, KINDS, kind_of
 from kemu.machinery.namespaces import SYSTEM_NAMESPACES, new_namespace
 
 logger = logging.getLogger(__name__)
@@ -75,7 +77,8 @@ _NO_BACKLOG_LIMIT: Final = 2**31 - 1
 the limits core refuses new calls (at random, then all), which a client sees as CANCELLED: a
 burst of a scheduler's binds (PreemptionAsync/5000Nodes) failed so. Upstream's apiserver has
 no such refusal (its HTTP/2 server hands every stream to a handler) and sheds load only in the
-max-in-flight filter, 429 with Retry-After, which clients retry (here `inflight.MaxInflight`);
+priority and fairness (or max-in-flight) filter, 429 with Retry-After, which clients retry
+(here `inflight.Limiter`);
 so the backlog is unbounded."""
 
 
@@ -109,7 +112,7 @@ class _Apiserver:
     registry: Registry
     api: ApiService
     grpc_server: grpc.aio.Server
-    inflight: MaxInflight
+    inflight: Limiter
     cluster_clock: ClusterClock | None
     etcd_ok: bool = True
 
@@ -172,11 +175,7 @@ class _Apiserver:
         )
         api = ApiService(registry, Lister(store, caches), watches, calls, version, caches["leases"])
         clock_service = ClockService(calls, cluster_clock, ctx.clock.now)
-        inflight = MaxInflight(
-            settings.inflight.max_requests,
-            settings.inflight.max_mutating_requests,
-            InflightMetrics(ctx.registry),
-        )
+        inflight = _limiter(settings.inflight, registry, ctx)
         server = grpc.aio.server(
             options=[
                 ("grpc.max_receive_message_length", _MAX_MESSAGE),
@@ -228,12 +227,23 @@ async def _serve(apiserver: _Apiserver, settings: ApiserverSettings, ctx: Compon
         )
         await _bootstrap(apiserver.registry, ctx)
         await _bootstrap_kubernetes_service(apiserver.registry, settings, ctx)
+        if flowcontrol_bootstrap.served(apiserver.registry):  # issue #58 item 3
+            await retry_until_ready(
+                "the APF bootstrap configuration",
+                functools.partial(flowcontrol_bootstrap.ensure, apiserver.registry),
+                clock=ctx.clock,
+                # any error, as upstream's hook (storage_flowcontrol.go
+                # ensureAPFBootstrapConfiguration: logged, tried again a second later); an
+                # etcd Timeout under load must not stop the apiserver before it serves
+                retry_on=(ApiError,),
+            )
+            tg.start_soon(_ensure_flowcontrol, apiserver.registry, ctx)
         if settings.serving.rest_port:  # (first: a failed bind leaves no gRPC server running)
             rest = RestApi(
                 apiserver.registry,
                 apiserver.api,
                 ready=apiserver.ready,
-                inflight=apiserver.inflight,
+                limiter=apiserver.inflight,
                 clock=ctx.clock,
             )
             await tg.start(
@@ -354,6 +364,66 @@ async def _bootstrap_kubernetes_service(
 
         what = f"{kind_of(obj).kind} default/{kubernetes_service.NAME}"
         await retry_until_ready(what, ensure, clock=ctx.clock, retry_on=(Unavailable, Conflict))
+
+
+def _limiter(settings: InflightSettings, registry: Registry, ctx: ComponentContext) -> Limiter:
+    """Priority and fairness over the server's total concurrency, as upstream's default; the
+    max-in-flight filter with --enable-priority-and-fairness=false (or no total: no limit)."""
+    if not settings.priority_and_fairness or not settings.server_concurrency_limit:
+        return MaxInflight(
+            settings.max_requests, settings.max_mutating_requests, InflightMetrics(ctx.registry)
+        )
+    served = flowcontrol_bootstrap.served(registry)
+
+    def version() -> object:
+        """The stored configuration's version: its caches' revisions (None where
+        flowcontrol is not served: before 1.26, upstream's v1beta1/v1beta2 not modelled)."""
+        if not served:
+            return None
+        schemas = registry.store.cache(BY_KIND["FlowSchema"])
+        levels = registry.store.cache(BY_KIND["PriorityLevelConfiguration"])
+        return (schemas.revision, levels.revision)
+
+    def config() -> Config | None:
+        """The stored FlowSchemas and levels; None (the bootstrap objects serve) where
+        flowcontrol is not served or nothing is stored yet."""
+        if not served:
+            return None
+        fs = [co.obj for co in registry.store.cache(BY_KIND["FlowSchema"]).objects()]
+        pl = [
+            co.obj for co in registry.store.cache(BY_KIND["PriorityLevelConfiguration"]).objects()
+        ]
+        if not fs or not pl:
+            return None
+        return fs, pl  # type: ignore[return-value]
+
+    def object_count(info: RequestInfo) -> int:
+        """The objects a list reads: the resource's in its namespace, or all of them."""
+        kind = BY_RESOURCE.get(info.resource)
+        if kind is None:
+            return 0
+        try:
+            cache = registry.store.cache(kind)
+        except KeyError:
+            return 0
+        if not info.namespace:
+            return cache.count()
+        prefix = f"{kind.storage_prefix}{info.namespace}/"
+        return sum(1 for co in cache.objects() if co.key.startswith(prefix))
+
+    return PriorityAndFairness(
+        settings.server_concurrency_limit, version, config, object_count, ApfMetrics(ctx.registry)
+    )
+
+
+async def _ensure_flowcontrol(registry: Registry, ctx: ComponentContext) -> None:
+    """The APF bootstrap ensurer's periodic passes (apiserver/flowcontrol_bootstrap.py)."""
+    while True:
+        await ctx.clock.sleep(flowcontrol_bootstrap.ENSURE_INTERVAL)
+        try:
+            await flowcontrol_bootstrap.ensure(registry)
+        except Exception as e:  # as upstream: any error logged, tried next time
+            logger.warning("APF bootstrap ensurer ran into error, will retry later: %s", e)
 
 
 async def _compactor(

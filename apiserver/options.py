@@ -84,6 +84,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="the most mutating requests served at once, as --max-requests-inflight; 0: no "
         "limit (default 200)",
     )
+    parser.add_argument(
+        "--enable-priority-and-fairness",
+        type=_parse_bool,
+        nargs="?",
+        const=True,
+        default=True,
+        metavar="BOOL",
+        help="API Priority and Fairness: requests classified by the FlowSchemas and queued "
+        "fairly at their priority levels, the levels sharing --max-requests-inflight + "
+        "--max-mutating-requests-inflight; false: the max-in-flight filter (default true)",
+    )
     for which in ("not-ready", "unreachable"):
         parser.add_argument(
             f"--default-{which}-toleration-seconds",
@@ -175,7 +186,11 @@ def _settings(
     return ApiserverSettings(
         serving=ServingSettings(args.bind_address, args.port, args.rest_port),
         etcd=EtcdSettings(servers, args.etcd_compaction_interval),
-        inflight=InflightSettings(args.max_requests_inflight, args.max_mutating_requests_inflight),
+        inflight=InflightSettings(
+            args.max_requests_inflight,
+            args.max_mutating_requests_inflight,
+            args.enable_priority_and_fairness,
+        ),
         toleration_seconds=DefaultTolerationSeconds(
             not_ready=args.default_not_ready_toleration_seconds,
             unreachable=args.default_unreachable_toleration_seconds,
@@ -185,3 +200,12 @@ def _settings(
         clock_start=clock_start,
         runtime_config=runtime,
     )
+
+
+def _parse_bool(text: str) -> bool:
+    """A Go boolean flag's value (strconv.ParseBool)."""
+    if text in ("1", "t", "T", "true", "TRUE", "True"):
+        return True
+    if text in ("0", "f", "F", "false", "FALSE", "False"):
+        return False
+    raise argparse.ArgumentTypeError(f"invalid boolean {text!r}: expected true or false")

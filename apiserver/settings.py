@@ -44,10 +44,16 @@ class EtcdSettings:
 @dataclass(frozen=True)
 class InflightSettings:
     """The max-in-flight filter (--max-requests-inflight, --max-mutating-requests-inflight);
-    0 lifts a bound."""
+    0 lifts a bound. With priority and fairness (--enable-priority-and-fairness, default
+    true) their sum is its server concurrency limit instead."""
 
     max_requests: int
     max_mutating_requests: int
+    priority_and_fairness: bool = True
+
+    @property
+    def server_concurrency_limit(self) -> int:
+        return self.max_requests + self.max_mutating_requests
 
 
 @dataclass(frozen=True)

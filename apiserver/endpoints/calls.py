@@ -19,7 +19,7 @@ import grpc
 from google.protobuf.message import Message
 
 from apiserver.clock.activity import Activity
-from apiserver.endpoints.inflight import MaxInflight, limit_unary
+from apiserver.endpoints.inflight import Limiter, limit_unary
 from apiserver.endpoints.metrics import Metrics
 from apiserver.registry import fencing, field_managers
 from kemu import wire
@@ -120,7 +120,7 @@ class Calls:
         behaviour: Callable[[_Req, Context[_R]], Awaitable[_R]],
         request_type: type[_Req],
         serialize: Callable[[_R], bytes],
-        limiter: MaxInflight | None,
+        limiter: Limiter | None,
     ) -> grpc.RpcMethodHandler[bytes, _R]:
         """The handler of the unary method `name`: its request decoded, behind `limiter` (the
         in-flight limit, which reads the decoded request: a Lease write is exempt)."""

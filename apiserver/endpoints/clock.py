@@ -15,7 +15,7 @@ from google.protobuf.message import DecodeError
 
 from apiserver.clock.cluster_clock import ClusterClock
 from apiserver.endpoints.calls import Calls, Context, abort, as_is, serialize
-from apiserver.endpoints.inflight import MaxInflight
+from apiserver.endpoints.inflight import Limiter
 from kemu.api.v1 import clock_pb2
 from kemu.machinery.errors import ApiError, BadRequest
 from kemu.machinery.virtual_time import REAL_TIME_CLOCK, ClockMode
@@ -93,7 +93,7 @@ class ClockService:
         except ApiError as e:
             await abort(context, e)
 
-    def handler(self, limiter: MaxInflight | None = None) -> grpc.GenericRpcHandler[bytes, object]:
+    def handler(self, limiter: Limiter | None = None) -> grpc.GenericRpcHandler[bytes, object]:
         """The Clock service's handlers; its unary methods behind `limiter` (as the Api's)."""
         unary = self._calls.unary
         status = serialize

@@ -1,4 +1,6 @@
-"""The apiserver's in-flight limit, both edges: upstream's max-in-flight filter.
+"""The apiserver's in-flight limit, both edges: upstream's max-in-flight filter, used when
+`--enable-priority-and-fairness=false` (apiserver/flowcontrol otherwise, as upstream's default);
+and what both filters read of a request (RequestInfo) and offer the edges (Limiter).
 
 `--max-requests-inflight` (default 400) bounds the read-only requests being served at once and
 `--max-mutating-requests-inflight` (default 200) the mutating ones; 0 lifts a bound (upstream's
@@ -15,11 +17,11 @@ Not counted, as upstream:
   kube-node-lease. Upstream's max-in-flight filter exempts only system:masters; APF (which
   replaced it by default) serves Leases at the `leader-election` and `system` priority levels
   (apis/flowcontrol/bootstrap/default.go: system-leader-election, system-nodes), so a flood
-  of ordinary requests cannot starve a leader's renewal. kemu has no users to match on, so
-  it matches the requests those FlowSchemas carry.
+  of ordinary requests cannot starve a leader's renewal; this filter, which matches no
+  users, exempts the requests those FlowSchemas carry.
 
 One limiter serves both edges: the gRPC methods are wrapped here (`limit_unary`), the REST
-edge calls `MaxInflight.acquire` with the RequestInfo it resolves from the URL.
+edge calls `Limiter.admit` with the RequestInfo it resolves from the URL.
 """
 
 from __future__ import annotations
@@ -28,15 +30,18 @@ import contextlib
 import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Final, Literal, TypeVar
+from typing import Final, Literal, Protocol, TypeVar
 
 import grpc
 from google.protobuf.message import Message
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from apiserver.endpoints import identity
+from apiserver.endpoints.identity import ANONYMOUS, UserInfo
 from kemu import wire
 from kemu.api.v1 import api_pb2
 from kemu.machinery.errors import TooManyRequests
+from kemu.machinery.kinds import BY_FIELD, BY_RESOURCE
 
 _Req = TypeVar("_Req", bound=Message)
 _Resp = TypeVar("_Resp")
@@ -57,14 +62,27 @@ _LEASE_VERBS: Final = frozenset({"get", "create", "update"})
 
 @dataclass(frozen=True)
 class RequestInfo:
-    """What the filter needs to know of a request (a part of upstream's RequestInfo): its
+    """What the filters need to know of a request (a part of upstream's RequestInfo): its
     verb (get, list, watch, create, update, patch, delete, deletecollection), the resource
-    and namespace it names, or the path of a non-resource request ("" resource)."""
+    (its API group and subresource) and namespace it names, or the path of a non-resource
+    request ("" resource); and its user, for priority and fairness's FlowSchemas."""
 
     verb: str
     resource: str = ""
     namespace: str = ""
     path: str = ""
+    api_group: str = ""
+    subresource: str = ""
+    user: UserInfo = ANONYMOUS
+
+    @property
+    def is_resource_request(self) -> bool:
+        return bool(self.resource)
+
+    @property
+    def resource_and_subresource(self) -> str:
+        """ "pods" or "pods/status", as a FlowSchema's resourceRules name them."""
+        return f"{self.resource}/{self.subresource}" if self.subresource else self.resource
 
     @property
     def long_running(self) -> bool:
@@ -105,6 +123,22 @@ class InflightMetrics:
         )
 
 
+class Limiter(Protocol):
+    """What both edges put each request through: the max-in-flight filter (MaxInflight) or,
+    when `--enable-priority-and-fairness` (upstream's default), priority and fairness
+    (apiserver/flowcontrol/apf_filter.py)."""
+
+    @property
+    def limited(self) -> bool:
+        """False: nothing is ever refused (the edges skip the filter)."""
+        ...
+
+    def admit(self, info: RequestInfo) -> contextlib.AbstractAsyncContextManager[None]:
+        """Held while `info`'s request is served; raises TooManyRequests (with a
+        retry-after) when it is refused."""
+        ...
+
+
 class MaxInflight:
     """Counts the requests being served per kind and refuses those past the limit."""
 
@@ -136,6 +170,9 @@ class MaxInflight:
     def inflight(self, kind: RequestKind) -> int:
         return self._inflight[kind]
 
+    def admit(self, info: RequestInfo) -> contextlib.AbstractAsyncContextManager[None]:
+        return _AsyncSlot(self.acquire(info))
+
     def acquire(self, info: RequestInfo) -> contextlib.AbstractContextManager[None]:
         """A slot for `info`, to hold while the request is served; raises TooManyRequests
         (retry after 1 s) when its kind is at the limit. Long-running and exempt requests,
@@ -166,6 +203,16 @@ class _Slot(contextlib.AbstractContextManager[None]):
         self._counts[self._kind] -= 1
 
 
+class _AsyncSlot(contextlib.AbstractAsyncContextManager[None]):
+    __slots__ = ("_slot",)
+
+    def __init__(self, slot: contextlib.AbstractContextManager[None]) -> None:
+        self._slot = slot
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._slot.__exit__(None, None, None)
+
+
 # ---------------------------------------------------------------------- the gRPC edge
 
 # The unary methods of the Api and Clock services: the verb each is (pods/binding and
@@ -190,35 +237,51 @@ _GRPC_VERBS: Final[dict[str, str]] = {
 }
 
 
+_GRPC_SUBRESOURCES: Final = {
+    "UpdateStatus": "status",
+    "Bind": "binding",
+    "Resize": "resize",
+    "Evict": "eviction",
+}
+
 _CLOCK_METHODS: Final = frozenset(
     {"GetClock", "SetClockRate", "AdvanceClock", "ExpectClockSession"}
 )
 
 
-def grpc_request_info(method: str, request: Message) -> RequestInfo:
+def grpc_request_info(method: str, request: Message, user: UserInfo = ANONYMOUS) -> RequestInfo:
     """The RequestInfo of a decoded request to `method` (its short name) of the Api or the
-    Clock service."""
+    Clock service, made by `user`."""
     verb = _GRPC_VERBS.get(method, "")
     if method == "Version":
-        return RequestInfo(verb, path="/version")
+        return RequestInfo(verb, path="/version", user=user)
     if method in _CLOCK_METHODS:  # kemu's cluster clock: a non-resource path
-        return RequestInfo(verb, path="/clock")
+        return RequestInfo(verb, path="/clock", user=user)
+    subresource = _GRPC_SUBRESOURCES.get(method, "")
     if isinstance(request, api_pb2.CreateRequest | api_pb2.UpdateRequest):
-        which = request.object.WhichOneof("kind")
-        if which == "lease":  # only a Lease can be exempt: nothing else needs decoding
-            return RequestInfo(verb, "leases", request.object.lease.metadata.namespace)
-        return RequestInfo(verb, which or "")
-    if isinstance(request, api_pb2.GetRequest | api_pb2.ListRequest):
-        return RequestInfo(verb, request.resource, request.namespace)
-    if isinstance(request, api_pb2.PatchRequest | api_pb2.DeleteRequest):
-        return RequestInfo(verb, request.resource, request.namespace)
-    return RequestInfo(verb or "create", "pods")  # Bind, Evict
+        which = request.object.WhichOneof("kind") or ""
+        kind = BY_FIELD.get(which)
+        if kind is None:
+            return RequestInfo(verb, which, user=user)
+        namespace = getattr(request.object, which).metadata.namespace
+        return RequestInfo(verb, kind.resource, namespace, "", kind.group, subresource, user)
+    if isinstance(
+        request,
+        api_pb2.GetRequest | api_pb2.ListRequest | api_pb2.PatchRequest | api_pb2.DeleteRequest,
+    ):
+        kind = BY_RESOURCE.get(request.resource)
+        group = kind.group if kind is not None else ""
+        return RequestInfo(verb, request.resource, request.namespace, "", group, "", user)
+    namespace = ""
+    if isinstance(request, api_pb2.Binding | api_pb2.Eviction):
+        namespace = request.metadata.namespace
+    return RequestInfo(verb or "create", "pods", namespace, "", "", subresource, user)
 
 
 def limit_unary(
     method: str,
     behaviour: Callable[[_Req, grpc.aio.ServicerContext[bytes, _Resp]], Awaitable[_Resp]],
-    limiter: MaxInflight,
+    limiter: Limiter,
     refused: Callable[[grpc.aio.ServicerContext[bytes, _Resp]], None] = lambda _context: None,
 ) -> Callable[[_Req, grpc.aio.ServicerContext[bytes, _Resp]], Awaitable[_Resp]]:
     """The unary method `method` (its decoded behaviour) behind `limiter`; the behaviour
@@ -229,12 +292,14 @@ def limit_unary(
         return behaviour
 
     async def limited(request: _Req, context: grpc.aio.ServicerContext[bytes, _Resp]) -> _Resp:
-        try:
-            slot = limiter.acquire(grpc_request_info(method, request))
-        except TooManyRequests as e:
-            refused(context)
-            await wire.abort(context, e)
-        with slot:
+        info = grpc_request_info(method, request, identity.of_grpc(context))
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                await stack.enter_async_context(limiter.admit(info))
+            except TooManyRequests as e:
+                refused(context)
+                await wire.abort(context, e)
+                raise  # (abort raises)
             return await behaviour(request, context)
 
     return limited

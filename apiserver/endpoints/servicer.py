@@ -21,7 +21,7 @@ from google.protobuf.message import Message
 
 from apiserver.clock.activity import Activity
 from apiserver.endpoints.calls import Calls, Context, as_is, serialize
-from apiserver.endpoints.inflight import MaxInflight
+from apiserver.endpoints.inflight import Limiter
 from apiserver.endpoints.lists import Lister
 from apiserver.endpoints.watches import Watches
 from apiserver.registry.registry import Registry
@@ -197,7 +197,7 @@ class ApiService:
 
     # ------------------------------------------------------------ registration
 
-    def handler(self, limiter: MaxInflight | None = None) -> grpc.GenericRpcHandler[bytes, object]:
+    def handler(self, limiter: Limiter | None = None) -> grpc.GenericRpcHandler[bytes, object]:
         """The Api service's handlers; every unary method behind `limiter` (the in-flight
         limit, which reads the decoded request: a Lease write is exempt)."""
         unary = self._calls.unary

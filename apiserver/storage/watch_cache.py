@@ -289,6 +289,9 @@ class WatchCache:
     def objects(self) -> Iterable[CachedObject]:
         return self._objects.values()
 
+    def count(self) -> int:
+        return len(self._objects)
+
     def get(self, key: str) -> CachedObject | None:
         return self._objects.get(key)
 

@@ -12,6 +12,7 @@ from kemu.machinery import (  # issue #57 kinds-a, kinds-b
     autoscaling,
     batch,
     endpoints,
+    flowcontrol,
     limit_ranger,
     networking,
     rbac,
@@ -85,6 +86,11 @@ def set_defaults(obj: Message) -> None:
         endpoints.set_defaults_endpoint_slice(obj)
     elif isinstance(obj, types_pb2.HorizontalPodAutoscaler):
         autoscaling.set_defaults_horizontal_pod_autoscaler(obj)
+    # ---- flowcontrol.apiserver.k8s.io/v1 (issue #58 item 3)
+    elif isinstance(obj, types_pb2.FlowSchema):
+        flowcontrol.set_defaults_flow_schema(obj)
+    elif isinstance(obj, types_pb2.PriorityLevelConfiguration):
+        flowcontrol.set_defaults_priority_level(obj)
 
 
 def pair_pod_ips(status: types_pb2.PodStatus) -> None:

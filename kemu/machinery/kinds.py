@@ -40,6 +40,13 @@ DRA_DEVICE_TAINT_RULES: Final = "DRADeviceTaintRules"
 """(kemu.component.featuregate.DRA_DEVICE_TAINT_RULES.)"""
 RBAC_V1: Final = "rbac.authorization.k8s.io/v1"
 NETWORKING_V1: Final = "networking.k8s.io/v1"
+FLOWCONTROL_V1: Final = "flowcontrol.apiserver.k8s.io/v1"
+FLOWCONTROL_V1BETA3: Final = "flowcontrol.apiserver.k8s.io/v1beta3"
+_FLOWCONTROL_VERSIONS: Final = (
+    (26, (FLOWCONTROL_V1BETA3,)),
+    (29, (FLOWCONTROL_V1, FLOWCONTROL_V1BETA3)),
+    (32, (FLOWCONTROL_V1,)),
+)
 
 
 @dataclass(frozen=True)
@@ -475,6 +482,29 @@ KINDS: Final[tuple[Kind, ...]] = (
         ("hpa",),
         # autoscaling/v2 from 1.23 (GA), v1 always (converted: kemu.machinery.autoscaling)
         versions=((21, ("autoscaling/v1",)), (23, ("autoscaling/v2", "autoscaling/v1"))),
+    ),
+    # ---- flowcontrol.apiserver.k8s.io/v1 (issue #58 item 3): GA at 1.29 (upstream's
+    # pkg/registry/flowcontrol/rest/storage_flowcontrol.go); v1beta3 (the same shape) from 1.26
+    # until its removal in 1.32, on by default (runtime_config.LEGACY_BETA_ON_BY_DEFAULT).
+    # v1beta1 and v1beta2 are not served: before 1.26 the kinds are absent (their
+    # assuredConcurrencyShares would need a conversion). No short names upstream.
+    Kind(
+        "FlowSchema",
+        "flowschemas",
+        FLOWCONTROL_V1,
+        False,
+        types_pb2.FlowSchema,
+        "flow_schema",
+        versions=_FLOWCONTROL_VERSIONS,
+    ),
+    Kind(
+        "PriorityLevelConfiguration",
+        "prioritylevelconfigurations",
+        FLOWCONTROL_V1,
+        False,
+        types_pb2.PriorityLevelConfiguration,
+        "priority_level_configuration",
+        versions=_FLOWCONTROL_VERSIONS,
     ),
 )
 

@@ -833,6 +833,45 @@ def format_hpa_metrics(
     return ", ".join(items)
 
 
+def _flow_schema_row(fs: types_pb2.FlowSchema, now: float, wide: bool) -> list[str]:
+    """printFlowSchema (pkg/printers/internalversion/printers.go): MISSINGPL is the Dangling
+    condition's status, "?" before the configuration controller wrote one."""
+    spec = fs.spec
+    method = spec.distinguisher_method.type if spec.HasField("distinguisher_method") else NONE
+    dangling = next((c.status for c in fs.status.conditions if c.type == "Dangling"), "?")
+    return [
+        object_meta(fs).name,
+        spec.priority_level_configuration.name,
+        str(spec.matching_precedence),
+        method,
+        _created(fs, now),
+        dangling,
+    ]
+
+
+def _priority_level_row(
+    pl: types_pb2.PriorityLevelConfiguration, now: float, wide: bool
+) -> list[str]:
+    """printPriorityLevelConfiguration: the shares and queuing of a Limited level, <none> for
+    an Exempt one and for a Limited one that rejects."""
+    shares = queues = hand_size = length = NONE
+    if pl.spec.HasField("limited"):
+        limited = pl.spec.limited
+        shares = str(limited.nominal_concurrency_shares)
+        if limited.limit_response.HasField("queuing"):
+            q = limited.limit_response.queuing
+            queues, hand_size, length = str(q.queues), str(q.hand_size), str(q.queue_length_limit)
+    return [
+        object_meta(pl).name,
+        pl.spec.type,
+        shares,
+        queues,
+        hand_size,
+        length,
+        _created(pl, now),
+    ]
+
+
 def _hpa_row(hpa: types_pb2.HorizontalPodAutoscaler, now: float, wide: bool) -> list[str]:
     ref = hpa.spec.scale_target_ref
     return [
@@ -984,6 +1023,31 @@ TABLES: dict[str, TableSpec] = {
     ),
     "HorizontalPodAutoscaler": TableSpec(
         ("NAME", "REFERENCE", "TARGETS", "MINPODS", "MAXPODS", "REPLICAS", "AGE"), (), _hpa_row
+    ),
+    "FlowSchema": TableSpec(
+        (
+            "NAME",
+            "PRIORITYLEVEL",
+            "MATCHINGPRECEDENCE",
+            "DISTINGUISHERMETHOD",
+            "AGE",
+            "MISSINGPL",
+        ),
+        (),
+        _flow_schema_row,
+    ),
+    "PriorityLevelConfiguration": TableSpec(
+        (
+            "NAME",
+            "TYPE",
+            "NOMINALCONCURRENCYSHARES",
+            "QUEUES",
+            "HANDSIZE",
+            "QUEUELENGTHLIMIT",
+            "AGE",
+        ),
+        (),
+        _priority_level_row,
     ),
 }
 # `get events -o wide` reorders the tail, as kubectl does.

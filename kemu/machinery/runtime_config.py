@@ -51,6 +51,10 @@ leaves the alpha versions off."""
 
 BETA_OFF_BY_DEFAULT_SINCE: Final = 24
 """KEP-3136: a beta group version is off by default from 1.24."""
+LEGACY_BETA_ON_BY_DEFAULT: Final = frozenset({"flowcontrol.apiserver.k8s.io/v1beta3"})
+"""Upstream's legacyBetaEnabledByDefaultResources (pkg/controlplane/apiserver/options and
+instance.go): flowcontrol's v1beta3 FlowSchemas and PriorityLevelConfigurations stay on by
+default while served (1.26-1.31), KEP-3136 notwithstanding (their only resources)."""
 
 UPSTREAM_GROUPS: Final = frozenset(
     {
@@ -162,7 +166,7 @@ def enabled_by_default(gv: str, minor: int) -> bool:
     if _ALPHA.fullmatch(version):
         return False
     if _BETA.fullmatch(version):
-        return minor < BETA_OFF_BY_DEFAULT_SINCE
+        return minor < BETA_OFF_BY_DEFAULT_SINCE or gv in LEGACY_BETA_ON_BY_DEFAULT
     return True
 
 

@@ -1761,6 +1761,87 @@ SCHEMA: Final[Messages] = {
         4: ("reason", "string"),
         5: ("message", "string"),
     },
+    # flowcontrol.apiserver.k8s.io/v1 (k8s.io/api/flowcontrol/v1/generated.proto; issue #58 item 3;
+    # upstream's Subject is keyed FlowSubject here, as kemu's message: RBAC has a Subject)
+    "FlowSchema": {
+        1: ("metadata", "ObjectMeta"),
+        2: ("spec", "FlowSchemaSpec"),
+        3: ("status", "FlowSchemaStatus"),
+    },
+    "FlowSchemaSpec": {
+        1: ("priorityLevelConfiguration", "PriorityLevelConfigurationReference"),
+        2: ("matchingPrecedence", "int"),
+        3: ("distinguisherMethod", "FlowDistinguisherMethod"),
+        4: ("rules", "[]PolicyRulesWithSubjects"),
+    },
+    "PriorityLevelConfigurationReference": {1: ("name", "string")},
+    "FlowDistinguisherMethod": {1: ("type", "string")},
+    "PolicyRulesWithSubjects": {
+        1: ("subjects", "[]FlowSubject"),
+        2: ("resourceRules", "[]ResourcePolicyRule"),
+        3: ("nonResourceRules", "[]NonResourcePolicyRule"),
+    },
+    "FlowSubject": {
+        1: ("kind", "string"),
+        2: ("user", "UserSubject"),
+        3: ("group", "GroupSubject"),
+        4: ("serviceAccount", "ServiceAccountSubject"),
+    },
+    "UserSubject": {1: ("name", "string")},
+    "GroupSubject": {1: ("name", "string")},
+    "ServiceAccountSubject": {1: ("namespace", "string"), 2: ("name", "string")},
+    "ResourcePolicyRule": {
+        1: ("verbs", "[]string"),
+        2: ("apiGroups", "[]string"),
+        3: ("resources", "[]string"),
+        4: ("clusterScope", "bool"),
+        5: ("namespaces", "[]string"),
+    },
+    "NonResourcePolicyRule": {1: ("verbs", "[]string"), 6: ("nonResourceURLs", "[]string")},
+    "FlowSchemaStatus": {1: ("conditions", "[]FlowSchemaCondition")},
+    "FlowSchemaCondition": {
+        1: ("type", "string"),
+        2: ("status", "string"),
+        3: ("lastTransitionTime", "time"),
+        4: ("reason", "string"),
+        5: ("message", "string"),
+    },
+    "PriorityLevelConfiguration": {
+        1: ("metadata", "ObjectMeta"),
+        2: ("spec", "PriorityLevelConfigurationSpec"),
+        3: ("status", "PriorityLevelConfigurationStatus"),
+    },
+    "PriorityLevelConfigurationSpec": {
+        1: ("type", "string"),
+        2: ("limited", "LimitedPriorityLevelConfiguration"),
+        3: ("exempt", "ExemptPriorityLevelConfiguration"),
+    },
+    "LimitedPriorityLevelConfiguration": {
+        1: ("nominalConcurrencyShares", "int"),
+        2: ("limitResponse", "LimitResponse"),
+        3: ("lendablePercent", "int"),
+        4: ("borrowingLimitPercent", "int"),
+    },
+    "ExemptPriorityLevelConfiguration": {
+        1: ("nominalConcurrencyShares", "int"),
+        2: ("lendablePercent", "int"),
+    },
+    "LimitResponse": {1: ("type", "string"), 2: ("queuing", "QueuingConfiguration")},
+    "QueuingConfiguration": {
+        1: ("queues", "int"),
+        2: ("handSize", "int"),
+        3: ("queueLengthLimit", "int"),
+    },
+    "PriorityLevelConfigurationStatus": {
+        1: ("conditions", "[]PriorityLevelConfigurationCondition")
+    },
+    "PriorityLevelConfigurationCondition": {
+        1: ("type", "string"),
+        2: ("status", "string"),
+        3: ("lastTransitionTime", "time"),
+        4: ("reason", "string"),
+        5: ("message", "string"),
+    },
 }
 
 

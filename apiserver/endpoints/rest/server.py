@@ -19,7 +19,8 @@ import anyio
 from aiohttp import web
 from google.protobuf.message import Message
 
-from apiserver.endpoints.inflight import MaxInflight
+from apiserver.endpoints import identity
+from apiserver.endpoints.inflight import Limiter
 from apiserver.endpoints.rest import (
     authorization,
     deprecation,
@@ -163,10 +164,10 @@ class RestApi:
         service: ApiService,
         *,
         ready: Callable[[], bool],
-        inflight: MaxInflight,
+        limiter: Limiter,
         clock: Clock | None = None,
     ) -> None:
-        self._inflight = inflight
+        self._limiter = limiter
         self._registry = registry
         self._service = service
         self._ready = ready
@@ -178,19 +179,23 @@ class RestApi:
 
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
         try:
-            info = request_info(request.method, request.path, request.query)
+            user = identity.of_headers(
+                request.headers.get("Impersonate-User", ""),
+                request.headers.getall("Impersonate-Group", []),
+            )
+            info = request_info(request.method, request.path, request.query, user)
             # a watch from outside the cluster does not hold the event-driven clock
             counted = self._service.activity.request() if info.verb != "watch" else nullcontext()
             manager = request.query.get("fieldManager") or field_managers.from_user_agent(
                 request.headers.get("User-Agent", "")
             )
-            with (
-                self._inflight.acquire(info),
-                fencing.serving(_fencing_token(request)),
-                field_managers.serving(manager),
-                counted,
-            ):
-                return await self._route(request)
+            async with self._limiter.admit(info):
+                with (
+                    fencing.serving(_fencing_token(request)),
+                    field_managers.serving(manager),
+                    counted,
+                ):
+                    return await self._route(request)
         except ApiError as e:
             return _error(e)
         except (ConnectionResetError, anyio.get_cancelled_exc_class()):

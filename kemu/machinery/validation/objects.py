@@ -20,6 +20,7 @@ from kemu.machinery.podgroups import DEFAULT_RULES, PodGroupRules
 from kemu.machinery.validation import (
     apiregistration,
     certificates,
+    flowcontrol,
     networking,
     quota,
     rbac,
@@ -119,6 +120,12 @@ _KINDS_A_VALIDATORS: Final[dict[str, tuple[_Validate, _ValidateUpdate]]] = {
     "kemu.api.v1.APIService": (apiregistration.validate_api_service, _no_update_rules),
     "kemu.api.v1.LimitRange": (quota.validate_limit_range, _no_update_rules),
     "kemu.api.v1.ResourceQuota": (quota.validate_resource_quota, _no_update_rules),
+    # flowcontrol.apiserver.k8s.io/v1 (issue #58 item 3)
+    "kemu.api.v1.FlowSchema": (flowcontrol.validate_flow_schema, _no_update_rules),
+    "kemu.api.v1.PriorityLevelConfiguration": (
+        flowcontrol.validate_priority_level,
+        _no_update_rules,
+    ),
 }
 
 

@@ -1,7 +1,9 @@
-"""The apiserver's in-flight limit on real processes: an apiserver allowed one request of each
+"""The apiserver's in-flight limit on real processes (with --enable-priority-and-fairness=false,
+upstream's fallback to the max-in-flight filter): an apiserver allowed one request of each
 kind at a time refuses the others with 429 and Retry-After on both edges, keeps answering its
 health probes and the Lease renewals of leader election and node heartbeats, and a kemu Client
-under a flood completes every call (nothing lost)."""
+under a flood completes every call (nothing lost). Priority and fairness, on by default:
+test_priority_and_fairness.py."""
 
 from __future__ import annotations
 
@@ -36,8 +38,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         c.start_etcd()
         c.start_apiserver(
             rest=True,
-            extra_args=["--max-requests-inflight", "1", "--max-mutating-requests-inflight", "1"],
-        )
+            extra_args=[
+                "--enable-priority-and-fairness=false",
+                "--max-requests-inflight", "1",
+                "--max-mutating-requests-inflight", "1",
+            ],
+        )  # fmt: skip
         yield c
 
 
@@ -138,6 +144,17 @@ async def test_past_the_limit_both_edges_answer_429_and_probes_and_leases_are_se
         assert await _metric(cluster, "apiserver_dropped_requests_total", "readOnly") >= 2
 
 
+async def test_with_priority_and_fairness_off_the_max_in_flight_filter_serves(
+    cluster: Cluster,
+) -> None:
+    """--enable-priority-and-fairness=false (upstream's fallback): the max-in-flight filter's
+    metrics, none of priority and fairness's."""
+    text = await anyio.to_thread.run_sync(cluster.component("apiserver").scrape)
+    names = {s.name for f in text_string_to_metric_families(text) for s in f.samples}
+    assert "apiserver_current_inflight_requests" in names
+    assert not {n for n in names if n.startswith("apiserver_flowcontrol_")}
+
+
 async def test_under_a_flood_a_client_completes_every_call_and_leases_renew_first_time(
     cluster: Cluster, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -218,11 +235,12 @@ _BURST = 3000
 
 @pytest.fixture(scope="module")
 def default_limits(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """etcd and an apiserver with the default in-flight limits (400 / 200); each test starts
-    what else it needs."""
+    """etcd and an apiserver with the default in-flight limits (400 / 200) and the max-in-flight
+    filter (these tests are about the transport's shedding); each test starts what else it
+    needs."""
     with Cluster(tmp_path_factory.mktemp("burst")) as c:
         c.start_etcd()
-        c.start_apiserver()
+        c.start_apiserver(extra_args=["--enable-priority-and-fairness=false"])
         yield c
 
 

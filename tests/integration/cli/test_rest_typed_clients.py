@@ -324,7 +324,10 @@ def kubectl(cluster: Cluster) -> Kubectl:
     return Kubectl(cluster)
 
 
-_API_PREFIX = {"rbac.authorization.k8s.io": "RbacAuthorization"}
+_API_PREFIX = {
+    "rbac.authorization.k8s.io": "RbacAuthorization",
+    "flowcontrol.apiserver.k8s.io": "FlowcontrolApiserver",
+}
 """The client's API class prefix where it is not the group's first word capitalized."""
 
 

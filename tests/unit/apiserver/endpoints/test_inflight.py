@@ -105,17 +105,27 @@ def test_zero_means_no_limit_and_negative_limits_are_refused() -> None:
         ("GET", "/api/v1/namespaces/ns/pods", {}, RequestInfo("list", "pods", "ns")),
         ("GET", "/api/v1/pods", {"watch": "true"}, RequestInfo("watch", "pods")),
         ("GET", "/api/v1/watch/namespaces/ns/pods", {}, RequestInfo("watch", "pods", "ns")),
-        ("POST", "/api/v1/namespaces/ns/pods/p/binding", {}, RequestInfo("create", "pods", "ns")),
+        (
+            "POST",
+            "/api/v1/namespaces/ns/pods/p/binding",
+            {},
+            RequestInfo("create", "pods", "ns", subresource="binding"),
+        ),
         (
             "PUT",
             "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-scheduler",
             {},
-            RequestInfo("update", "leases", "kube-system"),
+            RequestInfo("update", "leases", "kube-system", api_group="coordination.k8s.io"),
         ),
         ("DELETE", "/api/v1/namespaces/ns/pods", {}, RequestInfo("deletecollection", "pods", "ns")),
         ("PATCH", "/api/v1/nodes/n", {}, RequestInfo("patch", "nodes")),
         ("GET", "/api/v1/namespaces/ns", {}, RequestInfo("get", "namespaces")),
-        ("PUT", "/api/v1/namespaces/ns/finalize", {}, RequestInfo("update", "namespaces")),
+        (
+            "PUT",
+            "/api/v1/namespaces/ns/finalize",
+            {},
+            RequestInfo("update", "namespaces", subresource="finalize"),
+        ),
         ("GET", "/readyz", {}, RequestInfo("get", path="/readyz")),
         ("GET", "/apis", {}, RequestInfo("get", path="/apis")),
     ],
@@ -129,7 +139,9 @@ def test_the_rest_request_info_is_upstreams(
 def test_grpc_request_info_reads_the_lease_namespace_from_the_object() -> None:
     lease = types_pb2.Lease(metadata=types_pb2.ObjectMeta(name="l", namespace="kube-system"))
     update = api_pb2.UpdateRequest(object=kinds.wrap(lease))
-    assert grpc_request_info("Update", update) == RequestInfo("update", "leases", "kube-system")
+    assert grpc_request_info("Update", update) == RequestInfo(
+        "update", "leases", "kube-system", api_group="coordination.k8s.io"
+    )
     pod = types_pb2.Pod(metadata=types_pb2.ObjectMeta(name="p", namespace="kube-system"))
     create = api_pb2.CreateRequest(object=kinds.wrap(pod))
     assert grpc_request_info("Create", create).kind == MUTATING

@@ -1,0 +1,340 @@
+"""The priority and fairness filter of both edges (upstream's
+k8s.io/apiserver/pkg/server/filters/priority-and-fairness.go and pkg/util/flowcontrol:
+apf_controller.go, apf_filter.go, dropped_requests_tracker.go,
+request/list_work_estimator.go), in place of the max-in-flight filter when
+`--enable-priority-and-fairness` (default true).
+
+A request (not long-running) is classified by the FlowSchemas (match.py) to a priority level
+and a flow; the level's QueueSet admits, queues or rejects it. A rejected request, or one that
+waited `WAIT_LIMIT` seconds in its queue, is answered 429 with a Retry-After from the level's
+recent drops (1 s, doubled while at least 3 per second of it are dropped, at most 32 s).
+
+Each level's concurrency limit is its nominal one: ceil(server total * its shares / the sum of
+all levels' shares), the server total being --max-requests-inflight +
+--max-mutating-requests-inflight. Borrowing between levels (lendablePercent,
+borrowingLimitPercent) is not modelled: a level never exceeds its nominal limit.
+
+The configuration is the FlowSchemas and PriorityLevelConfigurations of the watch caches
+(re-read when either cache moves), or upstream's bootstrap objects before any is stored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import anyio
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from apiserver.endpoints.inflight import RequestInfo
+from apiserver.flowcontrol import match
+from apiserver.flowcontrol.queueset import (
+    CANCELLED,
+    TIME_OUT,
+    Decision,
+    QueueSet,
+    QueuingConfig,
+)
+from kemu.api.v1 import types_pb2
+from kemu.machinery import flowcontrol
+from kemu.machinery.errors import TooManyRequests
+
+MESSAGE: Final = "Too many requests, please try again later."
+WAIT_LIMIT: Final = 15.0
+"""Seconds a request may wait in its queue: upstream's a quarter of the request timeout
+(60 s), priority-and-fairness.go's getRequestWaitContext."""
+OBJECTS_PER_SEAT: Final = 100
+"""A list's seats are its objects / this (list_work_estimator.go, ObjectsPerSeat)."""
+MAXIMUM_SEATS: Final = 10
+"""The work estimator's cap on a request's seats (DefaultMaximumSeats)."""
+MAX_SEATS_PERCENT: Final = 0.15
+"""A level's max seats: 15% of its limit, at most limit / handSize (apf_controller.go)."""
+MAX_RETRY_AFTER: Final = 32
+"""dropped_requests_tracker.go's maxRetryAfter."""
+
+Config = tuple[Sequence[types_pb2.FlowSchema], Sequence[types_pb2.PriorityLevelConfiguration]]
+
+
+def bootstrap_config() -> Config:
+    levels = [pl for pl, _ in flowcontrol.bootstrap_priority_levels()]
+    schemas = [fs for fs, _ in flowcontrol.bootstrap_flow_schemas()]
+    return schemas, levels
+
+
+def nominal_limits(
+    server_limit: int, levels: Sequence[types_pb2.PriorityLevelConfiguration]
+) -> dict[str, int]:
+    """Each level's nominal concurrency limit in seats: ceil(server_limit * shares / sum of
+    shares) (apf_controller.go's NominalCL; the exempt level's shares count in the sum)."""
+    shares = {pl.metadata.name: _shares(pl) for pl in levels}
+    total = sum(shares.values())
+    if not total:
+        return dict.fromkeys(shares, 0)
+    return {name: math.ceil(server_limit * s / total) for name, s in shares.items()}
+
+
+def _shares(pl: types_pb2.PriorityLevelConfiguration) -> int:
+    if pl.spec.HasField("exempt"):
+        return pl.spec.exempt.nominal_concurrency_shares
+    return pl.spec.limited.nominal_concurrency_shares
+
+
+def max_seats(limit: int, hand_size: int) -> int:
+    """A level's max seats per request (apf_controller.go), within the estimator's cap."""
+    by_hand = limit // hand_size if hand_size else limit
+    return min(MAXIMUM_SEATS, max(1, min(math.ceil(limit * MAX_SEATS_PERCENT), by_hand)))
+
+
+def list_seats(objects: int, level_max_seats: int) -> int:
+    """A list's seats: its objects over OBJECTS_PER_SEAT, at least 1 and at most the level's
+    max (list_work_estimator.go; every other request 1 seat)."""
+    return max(1, min(level_max_seats, math.ceil(objects / OBJECTS_PER_SEAT)))
+
+
+class RetryAfter:
+    """Per level, the Retry-After of a dropped request (dropped_requests_tracker.go): 1 s;
+    doubled (at most MAX_RETRY_AFTER) when at least 3 * retryAfter requests were dropped in
+    the last retryAfter seconds and retryAfter seconds passed since the last increase; less
+    one when fewer than retryAfter were dropped. Updated when a new second sees a drop."""
+
+    def __init__(self, now: Callable[[], float]) -> None:
+        self._now = now
+        self._levels: dict[str, _DropStats] = {}
+
+    def dropped(self, level: str) -> None:
+        unix = int(self._now())
+        self._levels.setdefault(level, _DropStats()).record(unix)
+
+    def get(self, level: str) -> int:
+        stats = self._levels.get(level)
+        return stats.retry_after if stats is not None else 1
+
+
+@dataclass
+class _DropStats:
+    retry_after: int = 1
+    updated: int = 0
+    current: int = -1
+    count: int = 0
+
+    def __post_init__(self) -> None:
+        self.history: list[tuple[int, int]] = []
+
+    def record(self, unix: int) -> None:
+        if unix == self.current:
+            self.count += 1
+            return
+        if self.current >= 0:
+            self.history.append((self.current, self.count))
+            self.history = [(t, n) for t, n in self.history if unix - t <= MAX_RETRY_AFTER]
+        self.current, self.count = unix, 1
+        dropped = sum(n for t, n in self.history if unix - t <= self.retry_after and t < unix)
+        if unix - self.updated >= self.retry_after and dropped >= 3 * self.retry_after:
+            self.retry_after = min(self.retry_after * 2, MAX_RETRY_AFTER)
+            self.updated = unix
+        elif dropped < self.retry_after and self.retry_after > 1:
+            self.retry_after -= 1
+
+
+class ApfMetrics:
+    """upstream's apiserver_flowcontrol_* (metrics/metrics.go), with its labels."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        pl_fs = ["priority_level", "flow_schema"]
+        self.executing = Gauge(
+            "apiserver_flowcontrol_current_executing_requests",
+            "Number of requests in initial (for a WATCH) or any (for a non-WATCH) execution "
+            "stage in the API Priority and Fairness subsystem",
+            pl_fs,
+            registry=registry,
+        )
+        self.executing_seats = Gauge(
+            "apiserver_flowcontrol_current_executing_seats",
+            "Concurrency (number of seats) occupied by the currently executing (initial stage "
+            "for a WATCH, any stage otherwise) requests in the API Priority and Fairness "
+            "subsystem",
+            pl_fs,
+            registry=registry,
+        )
+        self.inqueue = Gauge(
+            "apiserver_flowcontrol_current_inqueue_requests",
+            "Number of requests currently pending in queues of the API Priority and Fairness "
+            "subsystem",
+            pl_fs,
+            registry=registry,
+        )
+        self.dispatched = Counter(
+            "apiserver_flowcontrol_dispatched_requests",
+            "Number of requests executed by API Priority and Fairness subsystem",
+            pl_fs,
+            registry=registry,
+        )
+        self.rejected = Counter(
+            "apiserver_flowcontrol_rejected_requests",
+            "Number of requests rejected by API Priority and Fairness subsystem",
+            [*pl_fs, "reason"],
+            registry=registry,
+        )
+        self.wait = Histogram(
+            "apiserver_flowcontrol_request_wait_duration_seconds",
+            "Length of time a request spent waiting in its queue",
+            [*pl_fs, "execute"],
+            buckets=(0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30),
+            registry=registry,
+        )
+        self.nominal_limit = Gauge(
+            "apiserver_flowcontrol_nominal_limit_seats",
+            "Nominal number of execution seats configured for each priority level",
+            ["priority_level"],
+            registry=registry,
+        )
+
+
+@dataclass
+class _Level:
+    pl: types_pb2.PriorityLevelConfiguration
+    queues: QueueSet
+    max_seats: int
+
+
+class PriorityAndFairness:
+    """The limiter of both edges when APF is on (apiserver/endpoints/inflight.py Limiter)."""
+
+    limited: Final = True
+
+    def __init__(
+        self,
+        server_limit: int,
+        version: Callable[[], object],
+        config: Callable[[], Config | None],
+        object_count: Callable[[RequestInfo], int],
+        metrics: ApfMetrics,
+        *,
+        now: Callable[[], float] = time.monotonic,
+        wait_limit: float = WAIT_LIMIT,
+    ) -> None:
+        """`config()` gives the stored configuration (None: nothing stored yet, the bootstrap
+        objects serve), read again when `version()` moves.
+        `object_count` the objects a list of the request would read."""
+        self.server_limit = server_limit
+        self._config = config
+        self._config_version = version
+        self._object_count = object_count
+        self._metrics = metrics
+        self._now = now
+        self._wait_limit = wait_limit
+        self._version: object = _UNSET
+        self._schemas: list[types_pb2.FlowSchema] = []
+        self._levels: dict[str, _Level] = {}
+        self.retry_after = RetryAfter(time.time)
+
+    # ------------------------------------------------------------ configuration
+
+    def _refresh(self) -> None:
+        version = self._config_version()
+        if version == self._version:
+            return
+        self._version = version
+        stored = self._config()
+        schemas, levels = stored if stored else bootstrap_config()
+        limits = nominal_limits(self.server_limit, levels)
+        kept: dict[str, _Level] = {}
+        for pl in levels:
+            name = pl.metadata.name
+            limit = limits[name]
+            self._metrics.nominal_limit.labels(name).set(limit)
+            queuing = _queuing(pl)
+            old = self._levels.get(name)
+            if old is not None and old.pl.spec == pl.spec:
+                old.queues.set_concurrency_limit(limit)  # (the sum of shares may move)
+                old.pl = pl
+                kept[name] = old
+                continue
+            # (a changed level gets new queues; its old set drains its own requests)
+            exempt = pl.spec.HasField("exempt") or pl.spec.type == "Exempt"
+            hand = queuing.hand_size if queuing else 0
+            kept[name] = _Level(
+                pl, QueueSet(limit, queuing, self._now, exempt=exempt), max_seats(limit, hand)
+            )
+        self._levels = kept
+        self._schemas = match.ordered(schemas)
+
+    def nominal_limit(self, level: str) -> int:
+        self._refresh()
+        return self._levels[level].queues.concurrency_limit
+
+    def classify(self, info: RequestInfo) -> match.Classification | None:
+        self._refresh()
+        return match.classify(self._schemas, set(self._levels), info)
+
+    # ------------------------------------------------------------ the filter
+
+    def admit(self, info: RequestInfo) -> contextlib.AbstractAsyncContextManager[None]:
+        return self._admit(info)
+
+    @contextlib.asynccontextmanager
+    async def _admit(self, info: RequestInfo) -> AsyncIterator[None]:
+        if info.long_running:  # (watches: upstream's WatchTracker seats are not modelled)
+            yield
+            return
+        classified = self.classify(info)
+        if classified is None:  # (no catch-all: upstream's filter rejects with 500)
+            yield
+            return
+        level = self._levels[classified.level]
+        fs = classified.flow_schema_name
+        seats = 1
+        if info.verb == "list":
+            seats = list_seats(self._object_count(info), level.max_seats)
+        queues = level.queues
+        labels = (classified.level, fs)
+        started = self._now()
+        decided = anyio.Event()
+        request = queues.start_request(classified.flow_hash(), seats, fs)
+        request.on_decision = decided.set
+        if request.decision is Decision.WAITING:
+            self._metrics.inqueue.labels(*labels).inc()
+            try:
+                with anyio.move_on_after(self._wait_limit):
+                    await decided.wait()
+            except BaseException:  # (its caller went away)
+                if not queues.give_up(request, CANCELLED):
+                    queues.finish(request)  # (dispatched meanwhile: its seats back)
+                raise
+            finally:
+                self._metrics.inqueue.labels(*labels).dec()
+            if request.decision is Decision.WAITING:
+                queues.give_up(request, TIME_OUT)
+        waited = self._now() - started
+        if request.decision is Decision.REJECT:
+            self._metrics.wait.labels(*labels, "false").observe(waited)
+            self._metrics.rejected.labels(*labels, request.reason).inc()
+            self.retry_after.dropped(classified.level)
+            raise TooManyRequests.retry_after(MESSAGE, self.retry_after.get(classified.level))
+        self._metrics.wait.labels(*labels, "true").observe(waited)
+        self._metrics.dispatched.labels(*labels).inc()
+        self._metrics.executing.labels(*labels).inc()
+        self._metrics.executing_seats.labels(*labels).inc(seats)
+        try:
+            yield
+        finally:
+            queues.finish(request)
+            self._metrics.executing.labels(*labels).dec()
+            self._metrics.executing_seats.labels(*labels).dec(seats)
+
+
+_UNSET: Final = object()
+
+
+def _queuing(pl: types_pb2.PriorityLevelConfiguration) -> QueuingConfig | None:
+    if not pl.spec.HasField("limited"):
+        return None
+    response = pl.spec.limited.limit_response
+    if response.type != "Queue":
+        return None
+    q = response.queuing
+    return QueuingConfig(q.queues, q.hand_size, q.queue_length_limit)

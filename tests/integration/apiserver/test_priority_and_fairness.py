@@ -1,0 +1,180 @@
+"""API Priority and Fairness on real processes (issue #58 item 3): an apiserver whose server
+total is 6 seats (--max-requests-inflight 4, --max-mutating-requests-inflight 2) and a
+FlowSchema of the test's own (the anonymous user and bob, ByUser) at a level of 1 seat, one
+queue per flow (handSize 1) of 10. A flood of anonymous Lists that each hold their seat ~3 s
+(they wait for a resourceVersion etcd has not reached) fills the flow's queue; then:
+
+- the scheduler's Lease renewals are served at once (leader-election level);
+- another flow of the same level (bob) is served within the flood (fair queuing), not after
+  it;
+- the flood's next requests are refused: REST 429 with Retry-After and a Status, gRPC
+  RESOURCE_EXHAUSTED with the retry-after;
+- the apiserver_flowcontrol_* metrics say so, with upstream's labels.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import aiohttp
+import anyio
+import anyio.to_thread
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from kemu.api.v1 import types_pb2
+from kemu.client.client import Client
+from kemu.machinery.errors import AlreadyExists, TooManyRequests
+from kemu.testing import eventually
+from kemu.testing.cluster import Cluster
+
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
+
+_FAR_FUTURE_RV = str(2**62)  # a List from it waits ~3 s for the cache ("Too large rv")
+LEVEL = "test-level"
+SCHEMA = "test-flood"
+FLOOD = 30
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with Cluster(tmp_path_factory.mktemp("apf")) as c:
+        c.start_etcd()
+        c.start_apiserver(
+            rest=True,
+            extra_args=["--max-requests-inflight", "4", "--max-mutating-requests-inflight", "2"],
+        )
+        yield c
+
+
+def _samples(cluster: Cluster) -> list[tuple[str, dict[str, str], float]]:
+    text = cluster.component("apiserver").scrape()
+    return [
+        (s.name, dict(s.labels), float(s.value))
+        for f in text_string_to_metric_families(text)
+        for s in f.samples
+    ]
+
+
+async def _metric(cluster: Cluster, name: str, **labels: str) -> float:
+    samples = await anyio.to_thread.run_sync(_samples, cluster)
+    return sum(
+        v for n, ls, v in samples if n == name and all(ls.get(k) == x for k, x in labels.items())
+    )
+
+
+def _level() -> types_pb2.PriorityLevelConfiguration:
+    pl = types_pb2.PriorityLevelConfiguration()
+    pl.metadata.name = LEVEL
+    pl.spec.type = "Limited"
+    pl.spec.limited.nominal_concurrency_shares = 10  # ceil(6 * 10 / 255) = 1 seat
+    response = pl.spec.limited.limit_response
+    response.type = "Queue"
+    response.queuing.queues, response.queuing.hand_size = 64, 1
+    response.queuing.queue_length_limit = 10
+    return pl
+
+
+def _schema() -> types_pb2.FlowSchema:
+    fs = types_pb2.FlowSchema()
+    fs.metadata.name = SCHEMA
+    fs.spec.priority_level_configuration.name = LEVEL
+    fs.spec.matching_precedence = 50
+    fs.spec.distinguisher_method.type = "ByUser"
+    rules = fs.spec.rules.add()
+    rules.subjects.add(kind="Group", group=types_pb2.GroupSubject(name="system:unauthenticated"))
+    rules.subjects.add(kind="User", user=types_pb2.UserSubject(name="bob"))
+    rules.resource_rules.add(
+        verbs=["*"], api_groups=["*"], resources=["*"], namespaces=["*"], cluster_scope=True
+    )
+    return fs
+
+
+async def test_a_flood_of_one_flow_starves_neither_leases_nor_another_flow_and_is_refused(
+    cluster: Cluster,
+) -> None:
+    ours = {"priority_level": LEVEL, "flow_schema": SCHEMA}
+    async with (
+        Client(cluster.server, timeout=20.0) as client,
+        Client(cluster.server, timeout=20.0, user_agent="kube-scheduler") as scheduler,
+        aiohttp.ClientSession(cluster.rest_url, connector=aiohttp.TCPConnector(limit=0)) as http,
+    ):
+        lease = types_pb2.Lease(
+            metadata=types_pb2.ObjectMeta(name="kube-scheduler", namespace="kube-system")
+        )
+        lease.spec.holder_identity = "a"
+        lease = await scheduler.create(lease)
+        for obj in (_level(), _schema()):
+            try:
+                await client.create(obj)
+            except AlreadyExists:
+                pass
+
+        async def configured() -> bool:
+            await client.version()  # (a request: the filter reads the configuration)
+            return await _metric(cluster, "apiserver_flowcontrol_nominal_limit_seats",
+                                 priority_level=LEVEL) == 1  # fmt: skip
+
+        await eventually(configured, timeout=10, interval=0.1)
+
+        statuses: list[int] = []
+
+        async def rest_get(path: str, **headers: str) -> tuple[int, str, Any]:
+            async with http.get(path, headers=headers) as resp:
+                text = await resp.text()
+                body = json.loads(text) if resp.content_type == "application/json" else text
+                return resp.status, resp.headers.get("Retry-After", ""), body
+
+        async def flood_one() -> None:
+            status, _, _ = await rest_get(f"/api/v1/pods?resourceVersion={_FAR_FUTURE_RV}")
+            statuses.append(status)
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(FLOOD):
+                tg.start_soon(flood_one)
+
+            async def queued() -> bool:
+                inqueue = "apiserver_flowcontrol_current_inqueue_requests"
+                return await _metric(cluster, inqueue, **ours) == 10
+
+            await eventually(queued, timeout=5, interval=0.05)
+            assert await _metric(cluster, "apiserver_flowcontrol_current_executing_requests",
+                                 **ours) == 1  # fmt: skip
+
+            # the flood's flow is refused at once: REST 429 + Retry-After + Status
+            status, retry_after, body = await rest_get("/api/v1/namespaces/default/pods/any")
+            assert (status, body["reason"], body["code"]) == (429, "TooManyRequests", 429), body
+            assert int(retry_after) >= 1
+            assert body["details"]["retryAfterSeconds"] == int(retry_after)
+            # gRPC: RESOURCE_EXHAUSTED with the retry-after (one attempt: no waiting it out)
+            with pytest.raises(TooManyRequests) as refused:
+                await client.one_attempt(0.5).get(types_pb2.Pod, "any", "default")
+            assert refused.value.retry_after_seconds >= 1
+
+            # the scheduler's renewals: the leader-election level, served at once
+            for holder in ("b", "a", "b", "a", "b"):
+                with anyio.fail_after(1.0):
+                    lease.spec.holder_identity = holder
+                    lease = await scheduler.update(lease)
+
+            # bob, another flow of the flooded level (queue 25 of 64, the flood's 59: shuffle
+            # sharding's hand of 1 for each), served when the running List ends
+            # (~3 s), ahead of the flood's queued ten (~30 s)
+            with anyio.fail_after(8.0):
+                status, _, body = await rest_get(
+                    "/api/v1/namespaces/default/pods/any", **{"Impersonate-User": "bob"}
+                )
+            assert status == 404, body
+            tg.cancel_scope.cancel()
+
+    assert statuses.count(429) >= FLOOD - 11, statuses
+    assert await _metric(cluster, "apiserver_flowcontrol_rejected_requests_total",
+                         **ours, reason="queue-full") >= FLOOD - 11  # fmt: skip
+    leader = {"priority_level": "leader-election", "flow_schema": "system-leader-election"}
+    assert await _metric(cluster, "apiserver_flowcontrol_dispatched_requests_total", **leader) >= 5
+    waited = "apiserver_flowcontrol_request_wait_duration_seconds_count"
+    assert await _metric(cluster, waited, **ours, execute="true") >= 2
+    assert await _metric(cluster, "apiserver_flowcontrol_nominal_limit_seats",
+                         priority_level="global-default") == 1  # fmt: skip

@@ -1,0 +1,123 @@
+"""Classification by upstream's bootstrap FlowSchemas (match.go; issue #58 item 3)."""
+
+from __future__ import annotations
+
+import pytest
+
+from apiserver.endpoints import identity
+from apiserver.endpoints.identity import ANONYMOUS, UserInfo
+from apiserver.endpoints.inflight import RequestInfo
+from apiserver.flowcontrol import match
+from apiserver.flowcontrol.apf_filter import bootstrap_config
+from kemu.api.v1 import types_pb2
+
+SCHEDULER = identity.of_user_agent("kube-scheduler grpc-python-asyncio/1.66")
+KCM = identity.of_user_agent("kube-controller-manager")
+KUBELET = identity.of_user_agent("kubelet")
+ADMIN = identity.of_headers("admin", ["system:masters"])
+COORD = "coordination.k8s.io"
+
+
+def _classify(info: RequestInfo) -> tuple[str, str, str]:
+    schemas, levels = bootstrap_config()
+    got = match.classify(match.ordered(schemas), {pl.metadata.name for pl in levels}, info)
+    assert got is not None
+    return got.flow_schema_name, got.level, got.distinguisher
+
+
+@pytest.mark.parametrize(
+    ("info", "expected"),
+    [
+        (
+            RequestInfo("update", "leases", "kube-system", api_group=COORD, user=SCHEDULER),
+            ("system-leader-election", "leader-election", "system:kube-scheduler"),
+        ),
+        (
+            RequestInfo("get", "leases", "kube-system", api_group=COORD, user=KCM),
+            ("system-leader-election", "leader-election", "system:kube-controller-manager"),
+        ),
+        (
+            RequestInfo("list", "pods", "ns", user=SCHEDULER),
+            ("kube-scheduler", "workload-high", "ns"),
+        ),
+        (
+            RequestInfo("create", "pods", "ns", subresource="binding", user=SCHEDULER),
+            ("kube-scheduler", "workload-high", "ns"),
+        ),
+        (
+            RequestInfo("update", "nodes", subresource="status", user=KUBELET),
+            ("system-node-high", "node-high", "system:node:kubelet"),
+        ),
+        (
+            RequestInfo("update", "leases", "kube-node-lease", api_group=COORD, user=KUBELET),
+            ("system-node-high", "node-high", "system:node:kubelet"),
+        ),
+        (
+            RequestInfo("get", "pods", "ns", user=KUBELET),
+            ("system-nodes", "system", "system:node:kubelet"),
+        ),
+        (RequestInfo("get", path="/healthz"), ("probes", "exempt", "")),
+        (RequestInfo("get", path="/version"), ("global-default", "global-default", ANONYMOUS.name)),
+        (RequestInfo("list", "pods"), ("global-default", "global-default", ANONYMOUS.name)),
+        (RequestInfo("delete", "pods", "ns", user=ADMIN), ("exempt", "exempt", "")),
+        (
+            RequestInfo("list", "pods", "ns", user=identity.of_user_agent("cluster-autoscaler")),
+            ("kube-system-service-accounts", "workload-high", "ns"),
+        ),
+        (
+            RequestInfo(
+                "list",
+                "pods",
+                "ns",
+                user=UserInfo("system:serviceaccount:apps:x", ("system:serviceaccounts",)),
+            ),
+            ("service-accounts", "workload-low", "system:serviceaccount:apps:x"),
+        ),
+        (
+            # a lease in a user's namespace is not leader election: the scheduler's own schema
+            RequestInfo("update", "leases", "default", api_group=COORD, user=SCHEDULER),
+            ("system-leader-election", "leader-election", "system:kube-scheduler"),
+        ),
+    ],
+)
+def test_bootstrap_flow_schemas_classify_as_upstream(
+    info: RequestInfo, expected: tuple[str, str, str]
+) -> None:
+    assert _classify(info) == expected
+
+
+def test_a_user_with_no_group_falls_to_catch_all() -> None:
+    """catch-all (precedence 10000) matches system:authenticated/unauthenticated; a user in
+    neither matches nothing but the schemas naming it."""
+    schemas, levels = bootstrap_config()
+    names = {pl.metadata.name for pl in levels}
+    nobody = RequestInfo("get", "pods", "ns", user=UserInfo("nobody"))
+    assert match.classify(match.ordered(schemas), names, nobody) is None
+
+
+def test_dangling_schemas_are_skipped_and_precedence_then_name_orders() -> None:
+    def fs(name: str, level: str, precedence: int) -> types_pb2.FlowSchema:
+        out = types_pb2.FlowSchema()
+        out.metadata.name = name
+        out.spec.priority_level_configuration.name = level
+        out.spec.matching_precedence = precedence
+        rules = out.spec.rules.add()
+        rules.subjects.add(kind="Group", group=types_pb2.GroupSubject(name="*"))
+        rules.non_resource_rules.add(verbs=["get"], non_resource_urls=["/metrics/*"])
+        return out
+
+    ordered = match.ordered([fs("b", "l1", 10), fs("a", "l1", 10), fs("first", "gone", 1)])
+    assert [f.metadata.name for f in ordered] == ["first", "a", "b"]
+    got = match.classify(ordered, {"l1"}, RequestInfo("get", path="/metrics/x"))
+    assert got is not None and got.flow_schema_name == "a"
+    assert match.classify(ordered, {"l1"}, RequestInfo("get", path="/metrics")) is None
+    assert match.classify(ordered, {"l1"}, RequestInfo("get", path="/other")) is None
+
+
+def test_the_flow_hash_is_stable_and_depends_on_schema_and_distinguisher() -> None:
+    schemas, _ = bootstrap_config()
+    fs = schemas[0]
+    a = match.Classification(fs, "l", "u1")
+    assert a.flow_hash() == match.Classification(fs, "l", "u1").flow_hash()
+    assert a.flow_hash() != match.Classification(fs, "l", "u2").flow_hash()
+    assert 0 <= a.flow_hash() < 2**64
