@@ -75,7 +75,11 @@ def main(argv: Sequence[str] | None = None, out_of_tree: Registry | None = None)
 
 
 async def run(settings: AutoscalerSettings, ctx: ComponentContext) -> None:
-    client = Client(settings.server, user_agent=COMPONENT)
+    client = Client(
+        settings.server,
+        user_agent=COMPONENT,
+        latency=settings.apiserver_latency.on(ctx.clock),
+    )
     cloud = CloudProviderClient(settings.cloud_provider_address)
     logger.info("the cloud's node-group API: %s", cloud.address)
     try:

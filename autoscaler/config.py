@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from autoscaler.scaledown.options import ScaleDownOptions
 from kemu.client.leaderelection import LeaderElectionConfig
+from kemu.component.latency import CallLatency
 from kemu.component.version import Version
 from kemu.component.version_rules import VersionRules
 from kemu.machinery.resources import SCHEDULER_DEFAULTS, PodResourcesOptions
@@ -75,3 +76,5 @@ class AutoscalerSettings:
     """--seed: of the random expander's choices."""
     record_decisions: bool = False
     """--record-decisions: every loop recorded, served at /debug/decisions."""
+    apiserver_latency: CallLatency = CallLatency()
+    """--apiserver-latency and its seed: what every call of the client waits."""

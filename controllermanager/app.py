@@ -260,7 +260,11 @@ class ControllerManager:
 
 
 async def run(settings: ControllerManagerSettings, ctx: ComponentContext) -> None:
-    client = Client(settings.server, user_agent=COMPONENT)
+    client = Client(
+        settings.server,
+        user_agent=COMPONENT,
+        latency=settings.apiserver_latency.on(ctx.clock),
+    )
     try:
         await run_with_client(client, controller_inits(settings), settings.election, ctx)
     finally:

@@ -15,6 +15,7 @@ from typing import Final
 
 from controllermanager.cidrset import IPNetwork
 from kemu.client.leaderelection import LeaderElectionConfig
+from kemu.component.latency import CallLatency
 from kemu.component.version import Version
 from kemu.component.version_rules import VersionRules
 
@@ -172,3 +173,5 @@ class ControllerManagerSettings:
     """The controllers --controllers enables, by name."""
     configurations: ControllerConfigurations = field(default_factory=ControllerConfigurations)
     election: LeaderElectionConfig | None = None
+    apiserver_latency: CallLatency = CallLatency()
+    """--apiserver-latency and its seed: what every call of the client waits."""

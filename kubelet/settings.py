@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Final
 
 from kemu.api.v1 import types_pb2
+from kemu.component.latency import CallLatency
 from kemu.machinery.dra_slice_file import NO_DRIVERS, DraDrivers
 from kemu.machinery.quantity import to_int
 from kemu.machinery.resources import DEFAULT_OPTIONS, PodResourcesOptions
@@ -119,3 +120,5 @@ class KubeletSettings:
     providerID and IP); `nodes` is empty."""
     dra: DraDrivers = NO_DRIVERS
     """--dra-slice-file: the simulated DRA drivers every node of the process runs."""
+    apiserver_latency: CallLatency = CallLatency()
+    """--apiserver-latency and its seed: what every call of the client waits."""

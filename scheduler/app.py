@@ -117,7 +117,11 @@ def main(argv: Sequence[str] | None = None, out_of_tree: Registry | None = None)
 
 
 async def run(settings: SchedulerSettings, ctx: ComponentContext) -> None:
-    client = Client(settings.server, user_agent=COMPONENT)
+    client = Client(
+        settings.server,
+        user_agent=COMPONENT,
+        latency=settings.apiserver_latency.on(ctx.clock),
+    )
     try:
         await serve(client, settings, ctx)
     finally:

@@ -12,6 +12,7 @@ under our own task group.
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ import grpc
 from aetcd import rpc
 
 from kemu.client.endpoints import channel_target
+from kemu.component.latency import CallDelay
 from kemu.machinery.errors import Conflict, Gone, InternalError, NotFound, Unavailable
 
 logger = logging.getLogger(__name__)
@@ -228,6 +230,16 @@ class EtcdStore:
         self._kv: Any = rpc.KVStub(self._channel)
         self._watch: Any = rpc.WatchStub(self._channel)
         self._maintenance: Any = rpc.MaintenanceStub(self._channel)
+        self._latency: CallDelay | None = None
+
+    def with_latency(self, latency: CallDelay | None) -> EtcdStore:
+        """A view of this store, over the same channel, whose round trips each wait
+        `latency` first (--etcd-latency, kemu.component.latency; watches are not delayed).
+        The API's reads and writes go through it; the cluster clock's key, the compactor and
+        the readiness checks through the store itself."""
+        view = copy.copy(self)
+        view._latency = latency
+        return view
 
     async def close(self) -> None:
         await self._channel.close(None)
@@ -240,6 +252,8 @@ class EtcdStore:
         # gRPC's own deadline: an anyio scope around a unary grpc.aio call does not work.
         timeout: float | None = None,  # noqa: ASYNC109
     ) -> Any:
+        if self._latency is not None:
+            await self._latency.wait()
         try:
             return await method(request, timeout=timeout or self._timeout, wait_for_ready=True)
         except grpc.aio.AioRpcError as e:

@@ -50,6 +50,7 @@ from kemu.client.interface import (
     WatchEvent as WatchEvent,
 )
 from kemu.client.pager import list_pages
+from kemu.component.latency import CallDelay
 from kemu.machinery import kinds
 from kemu.machinery.errors import ApiError, Fenced, Timeout, TooManyRequests, Unavailable
 from kemu.machinery.virtual_time import APISERVER_KEY, CLOCK_CALL_KEY, CLOCK_IDENTITY_KEY
@@ -206,12 +207,15 @@ class Client:
         timeout: float = 30.0,
         user_agent: str = "kemu",
         wait_for_server: bool = True,
+        latency: CallDelay | None = None,
     ) -> None:
         """`wait_for_server=False` makes calls fail at once with Unavailable when nothing
         answers at `server` (for a user at a terminal) instead of waiting and retrying (for
         components, whose dependencies may start after them). A malformed list of several
-        addresses raises ServerAddressError (a ValueError) naming --server."""
+        addresses raises ServerAddressError (a ValueError) naming --server. `latency`: what
+        every call waits before it is sent (kemu.component.latency; None: nothing)."""
         self.server = server
+        self._latency = latency
         self.servers = parse_servers(server) if SEPARATOR in server else (server,)
         self.timeout = timeout
         self.wait_for_server = wait_for_server
@@ -237,6 +241,12 @@ class Client:
         self.requests_abandoned = 0
         """Of `requests_sent`, those given up on before the apiserver answered (cancelled by
         their caller, or ended by the transport): it may never have received them."""
+
+    @property
+    def latency_waits(self) -> int:
+        """Calls waiting their latency now (not in flight yet: kemu.component.latency)."""
+        root = self._base or self
+        return root._latency.waiting if root._latency is not None else 0
 
     def one_attempt(self, timeout: float) -> Client:
         """A view of this client, over the same channel, whose calls fail fast: one attempt
@@ -356,6 +366,9 @@ class Client:
         so a write is safe to repeat, as client-go's checkWait), waiting at least that long,
         and after the errors in `retry_on`, with backoff."""
         root = self._base or self
+        if root._latency is not None and not name.startswith(_CLOCK_SERVICE):
+            # (a timer of the clock, before the call counts as in flight: see kemu.component.latency)
+            await root._latency.wait()
         root.requests_in_flight += 1
         try:
             return await self._retrying(name, request, response, retry_on)

@@ -112,7 +112,8 @@ async def follow_cluster_clock(
     def report(probe: int = 0, idle: bool = False) -> clock_pb2.ClockReport:
         nonlocal booted
         if not booted:
-            booted = ready()
+            # (calls waiting their latency: its boot waits on the clock, which must move)
+            booted = ready() or client.latency_waits > 0
         timers, deadline = clock.take_timers()
         return clock_pb2.ClockReport(
             boot_token=boot_token,
