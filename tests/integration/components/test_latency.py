@@ -41,7 +41,9 @@ async def _bindings(root: Path, latency: PathLatency) -> list[int]:
             c.start_scheduler(extra_args=["--seed", "7"], wait=False)
             await client.advance_clock(5)
             c.wait_ready("scheduler")
-            await client.create(make_node("node-0").capacity(cpu="4", memory="8Gi", pods="10").obj())
+            await client.create(
+                make_node("node-0").capacity(cpu="4", memory="8Gi", pods="10").obj()
+            )
             await client.advance_clock(1)
             async with RunRecorder.watching(client) as run:
                 for i in range(PODS):
