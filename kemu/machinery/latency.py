@@ -99,6 +99,11 @@ class Latency:
             return (self.first + self.second) / 2
         return self.first
 
+    def scaled(self, factor: float) -> Latency:
+        """This latency with every duration times `factor` (a round trip's halves, one per
+        direction of a link: the chaos fault's proxy rules)."""
+        return Latency(self.distribution, self.first * factor, self.second * factor)
+
     def draw(self, rng: random.Random) -> float:
         """One latency in seconds (>= 0). A FIXED one draws nothing from `rng`; the others
         draw once each, so the sequence of a seeded `rng` is the same run after run."""
