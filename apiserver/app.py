@@ -125,8 +125,14 @@ class _Apiserver:
             cluster_clock = ClusterClock(
                 store, ctx.clock, start=settings.clock_start, identity=identity
             )
+        activity = cluster_clock.activity if cluster_clock is not None else Activity()
         # (the API's round trips to etcd wait --etcd-latency; the clock's own do not)
-        api_store = store.with_latency(settings.etcd.latency.on(ctx.clock))
+        latency = settings.etcd.latency.on(ctx.clock)
+        api_store = (
+            store.with_latency(latency, activity.parked)
+            if cluster_clock is not None
+            else store.with_latency(latency)
+        )
         metrics = Metrics(ctx.registry)
         caches = {
             k.resource: WatchCache(
@@ -169,7 +175,6 @@ class _Apiserver:
                 )
             return cv
 
-        activity = cluster_clock.activity if cluster_clock is not None else Activity()
         calls = Calls(metrics, activity)
         watches = Watches(
             api_store, caches, metrics, activity, ctx.clock, settings.watch_bookmark_frequency

@@ -91,9 +91,9 @@ async def follow_cluster_clock(
 
     The client's calls and watches are tagged with `identity` from then on, and each probe
     of the event-driven clock is answered once the process is idle (every other task
-    blocked, no call of the client in flight and `busy()` False: work the clock cannot see,
-    such as the cloud's kubelets booting), or busy after PROBE_PATIENCE, with the calls made
-    and watch events received so far, the calls to and from other components (`peers`) and
+    blocked and `busy()` False: work the clock cannot see, such as the cloud's kubelets
+    booting), or busy after PROBE_PATIENCE, with the calls made, those in flight and watch
+    events received so far, the calls to and from other components (`peers`) and
     the pending timers."""
     started = False
     backoff = Backoff(0.05, 2.0, jitter=0.5)
@@ -112,8 +112,10 @@ async def follow_cluster_clock(
     def report(probe: int = 0, idle: bool = False) -> clock_pb2.ClockReport:
         nonlocal booted
         if not booted:
-            # (calls waiting their latency: its boot waits on the clock, which must move)
-            booted = ready() or client.latency_waits > 0
+            # Its boot waits on the clock, which must move, while calls wait their latency
+            # here (--apiserver-latency) or, idle with calls in flight, on the apiserver's
+            # timers (--etcd-latency: such an answer squares only then)
+            booted = ready() or client.latency_waits > 0 or (idle and client.requests_in_flight > 0)
         timers, deadline = clock.take_timers()
         return clock_pb2.ClockReport(
             boot_token=boot_token,
@@ -127,6 +129,7 @@ async def follow_cluster_clock(
             events_received=client.events_received.get(apiserver, 0),
             requests_sent=client.requests_sent,
             requests_abandoned=client.requests_abandoned,
+            requests_in_flight=client.requests_in_flight,
             peer_calls_sent=peers.sent if peers is not None else 0,
             peer_calls_abandoned=peers.abandoned if peers is not None else 0,
             peer_calls_received=peers.served_calls.count if peers is not None else {},
@@ -151,10 +154,12 @@ async def follow_cluster_clock(
         idle = False
         with anyio.move_on_after(PROBE_PATIENCE):
             while True:
-                # (the cheap looks first: a look at every task waits for calls to end)
-                if client.requests_in_flight == 0 and not busy():
+                # (the cheap look first.) Calls in flight do not make it busy: its report
+                # counts them, and they square only when the apiserver holds each of them
+                # on a timer of its clock (--etcd-latency; apiserver/clock/activity.py)
+                if not busy():
                     await all_tasks_blocked()
-                    if client.requests_in_flight == 0 and not busy():
+                    if not busy():
                         idle = True
                         break
                 await anyio.sleep(IDLE_POLL)
