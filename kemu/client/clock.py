@@ -36,6 +36,10 @@ REPORT_DEBOUNCE: Final = 0.05
 """Wall seconds a report waits for more timer changes before it is sent."""
 PROBE_PATIENCE: Final = 0.5
 """Wall seconds a probe's answer waits for the process to be idle before it says busy."""
+IN_FLIGHT_PATIENCE: Final = 0.02
+"""Wall seconds a probe's answer waits for the process's calls in flight to end before it
+answers idle with them counted (held on the apiserver's timers, they end only once the clock
+moves; a call served at once ends within it, and the round squares without a probe more)."""
 IDLE_POLL: Final = 0.001
 """Wall seconds between two looks at a process whose calls are in flight."""
 
@@ -152,14 +156,21 @@ async def follow_cluster_clock(
 
     async def answer(probe: int) -> None:
         idle = False
+        started = anyio.current_time()
+
+        def settled() -> bool:
+            # Calls in flight do not keep it busy past IN_FLIGHT_PATIENCE: its report counts
+            # them, and they square only when the apiserver holds each of them on a timer of
+            # its clock (--etcd-latency; apiserver/clock/activity.py)
+            waited = anyio.current_time() - started
+            return not busy() and (client.requests_in_flight == 0 or waited >= IN_FLIGHT_PATIENCE)
+
         with anyio.move_on_after(PROBE_PATIENCE):
             while True:
-                # (the cheap look first.) Calls in flight do not make it busy: its report
-                # counts them, and they square only when the apiserver holds each of them
-                # on a timer of its clock (--etcd-latency; apiserver/clock/activity.py)
-                if not busy():
+                # (the cheap looks first: a look at every task waits for calls to end)
+                if settled():
                     await all_tasks_blocked()
-                    if not busy():
+                    if settled():
                         idle = True
                         break
                 await anyio.sleep(IDLE_POLL)
