@@ -156,13 +156,13 @@ async def follow_cluster_clock(
 
     async def answer(probe: int) -> None:
         idle = False
-        started = anyio.current_time()
+        asked = anyio.current_time()
 
         def settled() -> bool:
             # Calls in flight do not keep it busy past IN_FLIGHT_PATIENCE: its report counts
             # them, and they square only when the apiserver holds each of them on a timer of
             # its clock (--etcd-latency; apiserver/clock/activity.py)
-            waited = anyio.current_time() - started
+            waited = anyio.current_time() - asked
             return not busy() and (client.requests_in_flight == 0 or waited >= IN_FLIGHT_PATIENCE)
 
         with anyio.move_on_after(PROBE_PATIENCE):
