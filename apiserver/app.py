@@ -108,6 +108,8 @@ class _Apiserver:
     """The parts of one apiserver, wired (`build`), before it serves (`_serve`)."""
 
     store: EtcdStore
+    api_store: EtcdStore
+    """`store` with --etcd-latency: the API's reads and writes."""
     caches: Mapping[str, WatchCache]
     registry: Registry
     api: ApiService
@@ -126,15 +128,23 @@ class _Apiserver:
             cluster_clock = ClusterClock(
                 store, ctx.clock, start=settings.clock_start, identity=identity
             )
+        activity = cluster_clock.activity if cluster_clock is not None else Activity()
+        # (the API's round trips to etcd wait --etcd-latency; the clock's own do not)
+        latency = settings.etcd.latency.on(ctx.clock)
+        api_store = (
+            store.with_latency(latency, activity.parked)
+            if cluster_clock is not None
+            else store.with_latency(latency)
+        )
         metrics = Metrics(ctx.registry)
         caches = {
             k.resource: WatchCache(
-                store, k, on_watchers_changed=metrics.watchers_changed, clock=ctx.clock
+                api_store, k, on_watchers_changed=metrics.watchers_changed, clock=ctx.clock
             )
             for k in KINDS
         }
         registry = Registry(
-            store,
+            api_store,
             caches,
             RegistrySettings(
                 ctx.gates,
@@ -168,12 +178,13 @@ class _Apiserver:
                 )
             return cv
 
-        activity = cluster_clock.activity if cluster_clock is not None else Activity()
         calls = Calls(metrics, activity)
         watches = Watches(
-            store, caches, metrics, activity, ctx.clock, settings.watch_bookmark_frequency
+            api_store, caches, metrics, activity, ctx.clock, settings.watch_bookmark_frequency
         )
-        api = ApiService(registry, Lister(store, caches), watches, calls, version, caches["leases"])
+        api = ApiService(
+            registry, Lister(api_store, caches), watches, calls, version, caches["leases"]
+        )
         clock_service = ClockService(calls, cluster_clock, ctx.clock.now)
         inflight = _limiter(settings.inflight, registry, ctx)
         server = grpc.aio.server(
@@ -187,7 +198,7 @@ class _Apiserver:
         )
         server.add_generic_rpc_handlers((api.handler(inflight), clock_service.handler(inflight)))
         listen.add_grpc_port(server, settings.serving.bind_address, settings.serving.port)
-        return cls(store, caches, registry, api, server, inflight, cluster_clock)
+        return cls(store, api_store, caches, registry, api, server, inflight, cluster_clock)
 
     def ready(self) -> bool:
         return self.etcd_ok and all(c.ready for c in self.caches.values())
@@ -223,7 +234,9 @@ async def _serve(apiserver: _Apiserver, settings: ApiserverSettings, ctx: Compon
         # (the custom resources' caches are added as their CRDs are established)
         assert isinstance(caches, dict)
         await tg.start(
-            CustomResourceDefinitions(apiserver.registry, apiserver.store, caches, ctx.clock).run
+            CustomResourceDefinitions(
+                apiserver.registry, apiserver.api_store, caches, ctx.clock
+            ).run
         )
         await _bootstrap(apiserver.registry, ctx)
         await _bootstrap_kubernetes_service(apiserver.registry, settings, ctx)

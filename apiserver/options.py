@@ -21,6 +21,7 @@ from apiserver.settings import (
     InflightSettings,
     ServingSettings,
 )
+from kemu.component.latency import CallLatency, latency_flag
 from kemu.component.options import (
     ComponentOptions,
     duration_flag,
@@ -30,6 +31,7 @@ from kemu.component.options import (
 from kemu.machinery.convert import parse_time
 from kemu.machinery.errors import Invalid
 from kemu.machinery.kinds import resource_config
+from kemu.machinery.latency import NO_LATENCY, SYNTAX
 from kemu.machinery.runtime_config import RuntimeConfig, RuntimeConfigError
 from kemu.machinery.virtual_time import ClockMode
 
@@ -51,6 +53,22 @@ def build_parser() -> argparse.ArgumentParser:
         default=0,
         help="serve the Kubernetes REST API (JSON over plain HTTP) on this port of "
         "--bind-address; 0 disables (default 0)",
+    )
+    parser.add_argument(
+        "--etcd-latency",
+        type=latency_flag,
+        default=NO_LATENCY,
+        metavar="LATENCY",
+        help="kemu only: every round trip to etcd of the API's reads and writes waits this long "
+        f"on the apiserver's clock (virtual in virtual time) before it is sent: {SYNTAX} "
+        "(default 0: none)",
+    )
+    parser.add_argument(
+        "--etcd-latency-seed",
+        type=int,
+        default=0,
+        metavar="N",
+        help="kemu only: the seed of --etcd-latency's draws (default 0)",
     )
     parser.add_argument(
         "--etcd-compaction-interval",
@@ -185,7 +203,11 @@ def _settings(
         parser.error("--etcd-servers: at least one URL is required")
     return ApiserverSettings(
         serving=ServingSettings(args.bind_address, args.port, args.rest_port),
-        etcd=EtcdSettings(servers, args.etcd_compaction_interval),
+        etcd=EtcdSettings(
+            servers,
+            args.etcd_compaction_interval,
+            CallLatency(args.etcd_latency, args.etcd_latency_seed),
+        ),
         inflight=InflightSettings(
             args.max_requests_inflight,
             args.max_mutating_requests_inflight,

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from apiserver.admission.default_toleration_seconds import DefaultTolerationSeconds
+from kemu.component.latency import CallLatency
 from kemu.machinery.runtime_config import RuntimeConfig
 
 DEFAULT_BOOKMARK_FREQUENCY: Final = 60.0  # upstream cacher's bookmarkFrequency (1 min)
@@ -34,11 +35,13 @@ class ServingSettings:
 
 @dataclass(frozen=True)
 class EtcdSettings:
-    """etcd (--etcd-servers, --etcd-compaction-interval)."""
+    """etcd (--etcd-servers, --etcd-compaction-interval, --etcd-latency)."""
 
     servers: tuple[str, ...]
     compaction_interval: float
     """Seconds between compactions of the history older than it; 0: never."""
+    latency: CallLatency = CallLatency()
+    """--etcd-latency and its seed: what every round trip of the API to etcd waits."""
 
 
 @dataclass(frozen=True)

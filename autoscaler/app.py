@@ -77,7 +77,9 @@ def main(argv: Sequence[str] | None = None, out_of_tree: Registry | None = None)
 
 
 async def run(settings: AutoscalerSettings, ctx: ComponentContext) -> None:
-    client = component_client(settings.server, COMPONENT, settings.client_connection, ctx)
+    client = component_client(
+        settings.server, COMPONENT, settings.client_connection, ctx, settings.apiserver_latency
+    )
     cloud = CloudProviderClient(settings.cloud_provider_address)
     logger.info("the cloud's node-group API: %s", cloud.address)
     try:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from autoscaler.scaledown.options import ScaleDownOptions
 from kemu.client.leaderelection import LeaderElectionConfig
 from kemu.component.client_connection import DEFAULT_BURST, DEFAULT_QPS, ClientConnection
+from kemu.component.latency import CallLatency
 from kemu.component.version import Version
 from kemu.component.version_rules import VersionRules
 from kemu.machinery.resources import SCHEDULER_DEFAULTS, PodResourcesOptions
@@ -79,3 +80,5 @@ class AutoscalerSettings:
     client_connection: ClientConnection = ClientConnection(DEFAULT_QPS, DEFAULT_BURST)
     """--kube-client-qps and --kube-client-burst (upstream's defaults are client-go's: 5
     and 10, cluster-autoscaler/config/flags)."""
+    apiserver_latency: CallLatency = CallLatency()
+    """--apiserver-latency and its seed: what every call of the client waits."""

@@ -17,6 +17,7 @@ from kemu.client.endpoints import add_server_flag
 from kemu.client.leaderelection import add_leader_election_flags, leader_election_config
 from kemu.component import client_connection
 from kemu.component.client_connection import DEFAULT_BURST, DEFAULT_QPS, ClientConnection
+from kemu.component.latency import apiserver_latency
 from kemu.component.options import (
     ComponentOptions,
     add_record_decisions_flag,
@@ -366,6 +367,7 @@ def settings_from_args(
     scale_down = _scale_down_options(parser, args)
     return AutoscalerSettings(
         server=args.server,
+        apiserver_latency=apiserver_latency(args),
         cloud_provider_address=args.cloud_provider_address,
         autoscaling_options=_autoscaling_options(args, options, scale_down),
         simulation=simulation,

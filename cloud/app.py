@@ -61,7 +61,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 async def run(settings: CloudSettings, ctx: ComponentContext) -> None:
-    client = Client(settings.server, user_agent=COMPONENT)
+    client = Client(
+        settings.server,
+        user_agent=COMPONENT,
+        latency=settings.apiserver_latency.on(ctx.clock),
+    )
     try:
         await serve(client, settings, ctx)
     finally:

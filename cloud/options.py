@@ -12,6 +12,7 @@ from typing import Final
 
 from cloud.config import CloudConfig, ConfigError, load_config
 from kemu.client.endpoints import add_server_flag
+from kemu.component.latency import CallLatency, apiserver_latency
 from kemu.component.options import duration_flag, new_parser
 
 COMPONENT: Final = "cloud"
@@ -72,6 +73,8 @@ class CloudSettings:
     port: int = DEFAULT_PORT
     provision_delay: float = 0.0
     kubelet_processes: KubeletProcessMode = KubeletProcessMode.INSTANCE
+    apiserver_latency: CallLatency = CallLatency()
+    """--apiserver-latency and its seed: what every call of the client waits."""
 
 
 def settings_from_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> CloudSettings:
@@ -84,6 +87,7 @@ def settings_from_args(parser: argparse.ArgumentParser, args: argparse.Namespace
         parser.error(f"--config: {e}")
     return CloudSettings(
         server=args.server,
+        apiserver_latency=apiserver_latency(args),
         config=config,
         state_dir=Path(args.state_dir),
         bind_address=args.bind_address,

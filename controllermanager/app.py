@@ -267,7 +267,9 @@ class ControllerManager:
 
 
 async def run(settings: ControllerManagerSettings, ctx: ComponentContext) -> None:
-    client = component_client(settings.server, COMPONENT, settings.client_connection, ctx)
+    client = component_client(
+        settings.server, COMPONENT, settings.client_connection, ctx, settings.apiserver_latency
+    )
     try:
         await run_with_client(client, controller_inits(settings), settings.election, ctx)
     finally:

@@ -16,6 +16,7 @@ from typing import Final
 from controllermanager.cidrset import IPNetwork
 from kemu.client.leaderelection import LeaderElectionConfig
 from kemu.component.client_connection import ClientConnection
+from kemu.component.latency import CallLatency
 from kemu.component.version import Version
 from kemu.component.version_rules import VersionRules
 
@@ -181,3 +182,5 @@ class ControllerManagerSettings:
     election: LeaderElectionConfig | None = None
     client_connection: ClientConnection = DEFAULT_CLIENT_CONNECTION
     """--kube-api-qps and --kube-api-burst."""
+    apiserver_latency: CallLatency = CallLatency()
+    """--apiserver-latency and its seed: what every call of the client waits."""

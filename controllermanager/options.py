@@ -42,6 +42,7 @@ from controllermanager.config import (
 from kemu.client.endpoints import add_server_flag
 from kemu.client.leaderelection import add_leader_election_flags, leader_election_config
 from kemu.component import client_connection
+from kemu.component.latency import apiserver_latency
 from kemu.component.options import duration_flag, new_parser
 
 _V = TypeVar("_V")
@@ -118,6 +119,7 @@ def settings_from_args(
         parser.error(str(e))
     return ControllerManagerSettings(
         server=args.server,
+        apiserver_latency=apiserver_latency(args),
         controllers=tuple(controllers),
         configurations=configurations,
         election=election,

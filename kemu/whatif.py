@@ -1,5 +1,6 @@
-"""python -m kemu.whatif TRACE --a A.yaml --b B.yaml [--json OUT] [--html OUT] [--fail-on-diff]
-[--bind-threshold S] [--parallel] [--speed N] [--tail D] [--root DIR] [--quiet]
+"""python -m kemu.whatif TRACE --a A.yaml [--b B.yaml] [--apiserver-latency L] [--etcd-latency L]
+[--json OUT] [--html OUT] [--fail-on-diff] [--bind-threshold S] [--parallel] [--speed N]
+[--tail D] [--root DIR] [--quiet]
 
 One trace replayed under two cluster configurations (CLUSTER.yaml each, docs/traces.md), one
 fresh cluster after the other (with --parallel, both at once, each replay in a process of its
@@ -7,11 +8,17 @@ own), and the two reports side by side with the pods that differ (kemu.trace.dif
 configuration compared with itself gives an empty diff. Exit status 0, or with
 --fail-on-diff 1 when the diff is not empty (the reports are written either way); 2 for bad
 arguments.
+
+"What if the apiserver answers in 200 ms" (issue #58 item 4): `--apiserver-latency 200ms` (and
+`--etcd-latency`) replay B with that latency on the API path (its CLUSTER.yaml's `latency`
+replaced; without --b, B is A's file), in virtual seconds, so A at 0 and B at 200 ms compare
+side by side; a pod bound later in B by more than --bind-threshold is a `bound` difference.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import multiprocessing
 import signal
@@ -21,6 +28,8 @@ from collections.abc import Sequence
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
+from kemu.component.latency import latency_flag
+from kemu.machinery.latency import SYNTAX
 from kemu.timeline.model import Timeline
 from kemu.timeline.render import Table, render_page
 from kemu.trace.cli import (
@@ -32,7 +41,9 @@ from kemu.trace.cli import (
     replay_options,
     sigterm_as_interrupt,
 )
+from kemu.trace.cluster_config import ClusterConfig
 from kemu.trace.diff import DEFAULT_BIND_THRESHOLD, Comparison, Difference, diff
+from kemu.trace.model import Trace
 from kemu.trace.replay import Replay, ReplayResult
 from kemu.trace.report import table
 
@@ -44,7 +55,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("trace", metavar="TRACE", help="a SimKube trace or a KSS record")
     parser.add_argument("--a", required=True, metavar="A.yaml", help="the first cluster")
-    parser.add_argument("--b", required=True, metavar="B.yaml", help="the second cluster")
+    parser.add_argument(
+        "--b",
+        metavar="B.yaml",
+        help="the second cluster (default, with a latency flag: A's file, with that latency)",
+    )
+    parser.add_argument(
+        "--apiserver-latency",
+        type=latency_flag,
+        metavar="LATENCY",
+        help="B's latency on every component's calls to the apiserver, in virtual time: "
+        f"{SYNTAX} (drawn from B's seed)",
+    )
+    parser.add_argument(
+        "--etcd-latency",
+        type=latency_flag,
+        metavar="LATENCY",
+        help="B's latency on every round trip of its apiserver to etcd, in virtual time",
+    )
     parser.add_argument("--json", metavar="OUT", help="write {a, b, diff} as JSON")
     parser.add_argument(
         "--html",
@@ -99,8 +127,29 @@ def page(names: dict[str, str], a: Timeline, b: Timeline, differences: list[Diff
     return render_page([a, b], "kemu whatif", [table])
 
 
+def configurations(
+    args: argparse.Namespace, trace: Trace
+) -> tuple[dict[str, str], ClusterConfig, ClusterConfig]:
+    """A's and B's names and configurations: B's file (A's without --b) with the latency
+    flags' latency on its API path."""
+    if args.b is None and args.apiserver_latency is None and args.etcd_latency is None:
+        fail("--b: required unless --apiserver-latency or --etcd-latency gives B")
+    b_file = args.b if args.b is not None else args.a
+    config_a, config_b = load_cluster(args.a, trace), load_cluster(b_file, trace)
+    names = {"a": args.a, "b": b_file}
+    latency = config_b.latency
+    if args.apiserver_latency is not None:
+        latency = dataclasses.replace(latency, apiserver=args.apiserver_latency)
+    if args.etcd_latency is not None:
+        latency = dataclasses.replace(latency, etcd=args.etcd_latency)
+    if latency != config_b.latency:
+        config_b = dataclasses.replace(config_b, latency=latency)
+        names["b"] = f"{b_file} with latency {latency.describe()}"
+    return names, config_a, config_b
+
+
 def _replay_child(
-    send: Connection, args: argparse.Namespace, cluster: str, root: Path | None, name: str
+    send: Connection, args: argparse.Namespace, cluster: ClusterConfig, root: Path | None, name: str
 ) -> None:
     """One side of --parallel, in a process of its own: the replay, and its result sent back
     (("ok", report, timeline) or ("error", message)). Only the parent stops it: Ctrl-C is
@@ -111,7 +160,7 @@ def _replay_child(
     try:
         trace, info = load_trace(args.trace)
         options = replay_options(args, root, f"whatif {name}")
-        result = Replay(trace, load_cluster(cluster, trace), options, info).run()
+        result = Replay(trace, cluster, options, info).run()
     except KeyboardInterrupt:
         return
     except Exception as e:  # the parent says which side failed, and how
@@ -122,7 +171,9 @@ def _replay_child(
     send.send(("ok", result.report, timeline))
 
 
-def _side_by_side_runs(args: argparse.Namespace, root: Path | None) -> list[ReplayResult]:
+def _side_by_side_runs(
+    args: argparse.Namespace, root: Path | None, configs: tuple[ClusterConfig, ClusterConfig]
+) -> list[ReplayResult]:
     """A and B replayed at once (--parallel), each in a spawned process (gRPC is not fork
     safe). Every child is joined before this returns or raises; one still running then (the
     other failed, or this process was interrupted) is stopped with SIGTERM first."""
@@ -130,7 +181,7 @@ def _side_by_side_runs(args: argparse.Namespace, root: Path | None) -> list[Repl
     children = []
     reported = False
     try:
-        for name, cluster in (("a", args.a), ("b", args.b)):
+        for name, cluster in zip(("a", "b"), configs, strict=True):
             receive, send = context.Pipe(duplex=False)
             child = context.Process(
                 target=_replay_child,
@@ -171,8 +222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.bind_threshold < 0:
         fail("--bind-threshold: must be >= 0")
     trace, info = load_trace(args.trace)
-    config_a = load_cluster(args.a, trace)
-    config_b = load_cluster(args.b, trace)
+    names, config_a, config_b = configurations(args, trace)
     root = Path(args.root) if args.root else None
     check_html(args.html)
     replay_options(args, None)  # its arguments checked before anything starts
@@ -180,7 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     runs = []
     try:
         if args.parallel:
-            runs = _side_by_side_runs(args, root)
+            runs = _side_by_side_runs(args, root, (config_a, config_b))
         else:
             for name, config in (("a", config_a), ("b", config_b)):
                 options = replay_options(args, root / name if root else None, f"whatif {name}")
@@ -189,7 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         fail("interrupted", 130)
     reports = [r.report for r in runs]
     result: Comparison = {
-        "names": {"a": args.a, "b": args.b},
+        "names": names,
         "a": reports[0],
         "b": reports[1],
         "diff": diff(reports[0], reports[1], bind_threshold=args.bind_threshold),

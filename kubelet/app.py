@@ -111,7 +111,9 @@ async def run(settings: KubeletSettings, ctx: ComponentContext) -> None:
     # (kubemark); kemu's share one client, so only a one-node kubelet is rate limited.
     one_node = len(settings.nodes) == 1 and settings.template is None
     connection = settings.client_connection if one_node else UNLIMITED
-    client = component_client(settings.server, COMPONENT, connection, ctx)
+    client = component_client(
+        settings.server, COMPONENT, connection, ctx, settings.apiserver_latency
+    )
     try:
         await serve(client, settings, ctx)
     finally:

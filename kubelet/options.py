@@ -15,6 +15,7 @@ from typing import Final
 from kemu.api.v1 import types_pb2
 from kemu.client.endpoints import add_server_flag
 from kemu.component import client_connection
+from kemu.component.latency import apiserver_latency
 from kemu.component.options import duration_flag, new_parser
 from kemu.component.version_rules import VersionRules
 from kemu.machinery.dra_slice_file import NO_DRIVERS, DraDrivers, load_slice_file
@@ -228,6 +229,7 @@ def settings_from_args(
     )
     return KubeletSettings(
         server=args.server,
+        apiserver_latency=apiserver_latency(args),
         nodes=nodes,
         timing=timing,
         pods=pods,

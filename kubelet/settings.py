@@ -11,6 +11,7 @@ from typing import Final
 
 from kemu.api.v1 import types_pb2
 from kemu.component.client_connection import ClientConnection
+from kemu.component.latency import CallLatency
 from kemu.component.version_rules import VersionRules
 from kemu.machinery.dra_slice_file import NO_DRIVERS, DraDrivers
 from kemu.machinery.quantity import to_int
@@ -132,3 +133,5 @@ class KubeletSettings:
     client_connection: ClientConnection = ClientConnection(50.0, 100)
     """--kube-api-qps and --kube-api-burst (kubeAPIQPS, kubeAPIBurst): the client of every
     node of the process (kemu.component.client_connection; `kube_api_defaults`)."""
+    apiserver_latency: CallLatency = CallLatency()
+    """--apiserver-latency and its seed: what every call of the client waits."""

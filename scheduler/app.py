@@ -117,7 +117,13 @@ def main(argv: Sequence[str] | None = None, out_of_tree: Registry | None = None)
 
 
 async def run(settings: SchedulerSettings, ctx: ComponentContext) -> None:
-    client = component_client(settings.server, COMPONENT, settings.config.client_connection, ctx)
+    client = component_client(
+        settings.server,
+        COMPONENT,
+        settings.config.client_connection,
+        ctx,
+        settings.apiserver_latency,
+    )
     try:
         await serve(client, settings, ctx)
     finally:

@@ -18,6 +18,7 @@ from kemu.client.leaderelection import (
 )
 from kemu.component import client_connection
 from kemu.component.featuregate import DYNAMIC_RESOURCE_ALLOCATION, FeatureGates
+from kemu.component.latency import CallLatency, apiserver_latency
 from kemu.component.options import add_record_decisions_flag, new_parser, refuse_config
 from kemu.scheduling.config import (
     DEFAULT_CLIENT_CONNECTION,
@@ -90,6 +91,8 @@ class SchedulerSettings:
     seed: int | None = None
     paths: ColumnPaths = COLUMNS_WHERE_WORTH_IT
     record_decisions: bool = False
+    apiserver_latency: CallLatency = CallLatency()
+    """--apiserver-latency and its seed: what every call of the client waits."""
 
 
 def settings_from_flags(
@@ -121,6 +124,7 @@ def settings_from_flags(
         parser.error(str(e))
     return SchedulerSettings(
         server=args.server,
+        apiserver_latency=apiserver_latency(args),
         config=config,
         registry=registry,
         election=election,

@@ -7,6 +7,12 @@ watch events it hands to the transport on the watches of each (both tagged with 
 component's identity, the `kemu-clock-identity` metadata kemu.client sets once it has a clock
 session); requests from outside the sessions (the REST edge's, untagged clients') are counted
 together. `next_change()` is an event set at the next change.
+
+A request held on a timer of the apiserver's clock (--etcd-latency's wait before an etcd round
+trip: `parked()` around it) is work the clock must move for, as a component's sleep is: it is
+counted apart (`parked_calls`), the apiserver is idle when every request it serves is so held, and a
+component that answers a probe idle with calls in flight squares only when they are the ones
+held here (apiserver/clock/event_driven.py).
 """
 
 from __future__ import annotations
@@ -15,10 +21,14 @@ import uuid
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 
 import anyio
 
 from kemu.machinery.virtual_time import ReceivedCalls
+
+_SERVING: ContextVar[str | None] = ContextVar("kemu_clock_serving", default=None)
+"""The identity of the component whose request this task serves ("": an outsider's)."""
 
 
 class Activity:
@@ -34,6 +44,10 @@ class Activity:
         number (kemu-clock-call)."""
         self.incarnation = uuid.uuid4().hex
         """This apiserver's, for the events a component counts (APISERVER_KEY)."""
+        self.parked_calls: defaultdict[str, int] = defaultdict(int)
+        """Requests held on a timer of the apiserver's clock now, per component identity."""
+        self.parked_total = 0
+        """Of `requests`, those held on a timer."""
         self.outside = 0
         """Requests received from clients outside the clock's sessions (kemuctl, kubectl,
         a test's or a driver's client)."""
@@ -69,11 +83,39 @@ class Activity:
             self.outside += 1
         self.requests += 1
         self._bump()
+        serving = _SERVING.set(identity)
         try:
             yield
         finally:
+            _SERVING.reset(serving)
             self.requests -= 1
             self._bump()
+
+    @contextmanager
+    def parked(self) -> Iterator[bool]:
+        """Around a wait on a timer of the apiserver's clock within the request being served
+        (none: work of the apiserver's own, nothing counted); yields whether to wait at all:
+        not for a request from outside the clock's sessions (a driver's, a test's, kemuctl's),
+        which a driver makes at a held instant and which would otherwise wait for a clock
+        that only moves once it has its answer."""
+        identity = _SERVING.get()
+        if identity is None or not identity:
+            yield identity is None
+            return
+        self.parked_calls[identity] += 1
+        self.parked_total += 1
+        self._bump()
+        try:
+            yield True
+        finally:
+            self.parked_calls[identity] -= 1
+            self.parked_total -= 1
+            self._bump()
+
+    @property
+    def serving(self) -> int:
+        """Requests being served and not held on a timer."""
+        return self.requests - self.parked_total
 
     def refused(self, identity: str = "", call: int = 0) -> None:
         """A request of `identity` refused before it was served (the in-flight limit's 429):

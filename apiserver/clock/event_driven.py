@@ -51,7 +51,7 @@ class EventDriven:
 
     def _locally_quiet(self) -> bool:
         a = self.activity
-        return a.requests == 0 and a.sending == 0 and self.quiet_check()
+        return a.serving == 0 and a.sending == 0 and self.quiet_check()
 
     async def drive(self) -> None:
         """At rate max: whenever the cluster is quiescent, jump to the earliest timer any
@@ -161,15 +161,20 @@ class EventDriven:
 
     def _squares(self, session: Session, answer: clock_pb2.ClockReport) -> bool:
         """Whether the apiserver received every call the session's answer counts, and no
-        other, and the session received every watch event sent to it."""
+        other, the session received every watch event sent to it, and its calls in flight
+        are those this apiserver holds on a timer (activity.py's parked_calls)."""
         a = self.activity
         identity = session.identity
-        return answer.events_received == a.sent.get(identity, 0) and calls_square(
-            answer.requests_sent,
-            answer.requests_abandoned,
-            a.calls.count.get(identity, 0),
-            a.calls.first.get(identity, 0),
-            a.calls.last.get(identity, 0),
+        return (
+            answer.events_received == a.sent.get(identity, 0)
+            and answer.requests_in_flight == a.parked_calls.get(identity, 0)
+            and calls_square(
+                answer.requests_sent,
+                answer.requests_abandoned,
+                a.calls.count.get(identity, 0),
+                a.calls.first.get(identity, 0),
+                a.calls.last.get(identity, 0),
+            )
         )
 
     async def _locally_idle(self) -> None:
@@ -184,7 +189,7 @@ class EventDriven:
                     logger.debug(
                         "event-driven clock: waiting for this apiserver: %d requests, %d watch "
                         "streams sending, caught up and nothing buffered: %s",
-                        a.requests,
+                        a.serving,
                         a.sending,
                         self.quiet_check(),
                     )

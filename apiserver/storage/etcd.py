@@ -12,8 +12,10 @@ under our own task group.
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -22,6 +24,7 @@ import grpc
 from aetcd import rpc
 
 from kemu.client.endpoints import channel_target
+from kemu.component.latency import CallDelay
 from kemu.machinery.errors import Conflict, Gone, InternalError, NotFound, Unavailable
 
 logger = logging.getLogger(__name__)
@@ -204,6 +207,10 @@ def _raise_failed(key: str, resp: Any) -> None:
     raise StaleRevision(f"key {key} was modified", current)
 
 
+def _always_wait() -> AbstractContextManager[bool]:
+    return nullcontext(True)
+
+
 class EtcdStore:
     """Key-value operations with compare-and-swap on mod revisions."""
 
@@ -228,6 +235,24 @@ class EtcdStore:
         self._kv: Any = rpc.KVStub(self._channel)
         self._watch: Any = rpc.WatchStub(self._channel)
         self._maintenance: Any = rpc.MaintenanceStub(self._channel)
+        self._latency: CallDelay | None = None
+        self._parked: Callable[[], AbstractContextManager[bool]] = _always_wait
+
+    def with_latency(
+        self,
+        latency: CallDelay | None,
+        parked: Callable[[], AbstractContextManager[bool]] = _always_wait,
+    ) -> EtcdStore:
+        """A view of this store, over the same channel, whose round trips each wait
+        `latency` first (--etcd-latency, kemu.component.latency; watches are not delayed),
+        within `parked()`, which says whether this one waits (in virtual time the event-driven
+        clock's count of requests held on a timer, apiserver/clock/activity.py). The API's
+        reads and writes go through it; the cluster clock's key, the compactor and the
+        readiness checks through the store itself."""
+        view = copy.copy(self)
+        view._latency = latency
+        view._parked = parked
+        return view
 
     async def close(self) -> None:
         await self._channel.close(None)
@@ -240,6 +265,10 @@ class EtcdStore:
         # gRPC's own deadline: an anyio scope around a unary grpc.aio call does not work.
         timeout: float | None = None,  # noqa: ASYNC109
     ) -> Any:
+        if self._latency is not None:
+            with self._parked() as wait:
+                if wait:
+                    await self._latency.wait()
         try:
             return await method(request, timeout=timeout or self._timeout, wait_for_ready=True)
         except grpc.aio.AioRpcError as e:

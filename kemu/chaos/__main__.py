@@ -1,11 +1,12 @@
 """python -m kemu.chaos [--profile ci|full] [--seed N] [--fencing] [--clock real|virtual]
-[--json FILE] [--html FILE] [--workload FILE] [--root DIR] [--quiet]: one chaos run; exit
+[--latency LATENCY] [--json FILE] [--html FILE] [--workload FILE] [--root DIR] [--quiet]: one chaos run; exit
 status 1 when an invariant broke (or the --html file could not be written), 2 for bad
 arguments."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import random
 import sys
@@ -16,7 +17,10 @@ from pathlib import Path
 from kemu.chaos.leaders import Election
 from kemu.chaos.profiles import PROFILES
 from kemu.chaos.runner import ChaosRun
+from kemu.chaos.schedule import DEFAULT_LATENCY
 from kemu.chaos.workload import WorkloadError, parse_workload
+from kemu.component.latency import latency_flag
+from kemu.machinery.latency import SYNTAX
 from kemu.machinery.virtual_time import ClockMode
 from kemu.testing.cluster import add_clock_argument
 from kemu.timeline.render import OutputPathError, check_output_path, write_page
@@ -37,6 +41,14 @@ def build_parser() -> argparse.ArgumentParser:
         "violation (by default they elect as upstream, and such writes are only counted)",
     )
     add_clock_argument(parser)
+    parser.add_argument(
+        "--latency",
+        type=latency_flag,
+        metavar="LATENCY",
+        help="the distribution of the `latency` faults' added round trip (between the "
+        "components and the apiservers, and between the apiservers and etcd), drawn from the "
+        f"seed: {SYNTAX} (default {DEFAULT_LATENCY})",
+    )
     parser.add_argument("--json", metavar="FILE", help="write the result as JSON to FILE")
     parser.add_argument(
         "--html",
@@ -61,6 +73,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     profile = PROFILES[args.profile]
+    if args.latency is not None:
+        try:
+            mix = dataclasses.replace(profile.mix, latency=args.latency)
+        except ValueError as e:
+            parser.error(f"--latency: {e}")
+        profile = dataclasses.replace(profile, mix=mix)
     workload = None
     if args.workload is not None:
         try:

@@ -1,5 +1,5 @@
-"""The network and time faults of a chaos run (schedule.py's partition, delay, skew-clock and
-drop), fired by the injector's thread on the cluster's fault proxy, clock files and signals.
+"""The network and time faults of a chaos run (schedule.py's partition, delay, latency,
+skew-clock and drop), fired by the injector's thread on the cluster's fault proxy, clock files and signals.
 Each notes in the run's timeline what it did and what the cluster showed:
 
 - partition scheduler-leader: the leader's links to every apiserver cut for `down` seconds
@@ -11,6 +11,9 @@ Each notes in the run's timeline what it did and what the cluster showed:
   reach it; its /readyz fails, its calls fail as upstream's do without etcd);
 - partition etcd-member: one member's links to and from its peers cut;
 - delay etcd: `size` seconds more on every apiserver-to-etcd round trip;
+- latency apiserver / latency etcd: a draw of the fault's distribution more on every round
+  trip from every component to the apiservers / from the apiservers to etcd (half of it each
+  way: the proxy's DELAY rules with a latency, each seeded from the fault's pick);
 - skew-clock ROLE: the process's wall clock `size` seconds off (leader election and node
   health measure on the local monotonic clock, so nothing should change hands);
 - drop watches: SIGUSR1 to the apiserver with more watchers: it ends every watch stream,
@@ -63,6 +66,8 @@ class NetworkFaults:
             self._partition(fault, targets)
         elif fault.action is Action.DELAY:
             self._delay(fault, targets)
+        elif fault.action is Action.LATENCY:
+            self._latency(fault, targets)
         elif fault.action is Action.SKEW_CLOCK:
             self._skew(fault, targets)
         elif fault.action is Action.DROP:
@@ -130,11 +135,7 @@ class NetworkFaults:
     # ------------------------------------------------------------ delay, skew, drop
 
     def _delay(self, fault: Fault, targets: list[str]) -> None:
-        apiservers = [
-            n
-            for n, p in self.cluster.processes.items()
-            if isinstance(p, Component) and p.module == "apiserver"
-        ]
+        apiservers = self._apiservers()
         rules = [
             Rule(Mode.DELAY, src=a, dst=m, delay=fault.size / 2)
             for a in apiservers
@@ -152,6 +153,39 @@ class NetworkFaults:
             for rule in rules:
                 self.proxy.remove(rule)
         self.note("delay etcd over")
+
+    def _latency(self, fault: Fault, targets: list[str]) -> None:
+        """`targets`: the apiservers ("latency apiserver": every link to them) or the etcd
+        members ("latency etcd": every apiserver's link to them)."""
+        half = fault.latency.scaled(0.5)  # (each direction of a round trip)
+        links: list[tuple[str | None, str]]
+        if fault.role == "etcd":
+            links = [(a, m) for a in self._apiservers() for m in targets]
+        else:
+            links = [(None, a) for a in targets]
+        rules = [
+            Rule(Mode.DELAY, src=src, dst=dst, latency=half, seed=fault.pick + i)
+            for i, (src, dst) in enumerate(links)
+        ]
+        for rule in rules:
+            self.proxy.add(rule)
+        self.note(
+            f"latency {fault.role}: +{fault.latency} per round trip on {len(rules)} links to "
+            f"{', '.join(targets)} for {fault.down:g}s"
+        )
+        try:
+            time.sleep(fault.down)
+        finally:
+            for rule in rules:
+                self.proxy.remove(rule)
+        self.note(f"latency {fault.role} over")
+
+    def _apiservers(self) -> list[str]:
+        return [
+            n
+            for n, p in self.cluster.processes.items()
+            if isinstance(p, Component) and p.module == "apiserver"
+        ]
 
     def _skew(self, fault: Fault, targets: list[str]) -> None:
         (target,) = targets

@@ -20,8 +20,12 @@ fires:
 
 Network and time faults go through the cluster's fault proxy (kemu/testing/faultproxy.py) and
 its wall-clock skew files: a partition cuts links for `down` seconds, then heals them; a
-delay adds latency for `down` seconds; a skew sets a process's wall clock `size` seconds off
-for `down` seconds, then back.
+delay adds latency for `down` seconds; a latency fault does so with the mix's distribution
+(`FaultMix.latency`, kemu.machinery.latency's syntax: "200ms", "uniform:100ms-300ms",
+"normal:200ms,50ms", "lognormal:200ms,50ms") on every round trip, drawn from the seed:
+"latency apiserver" between every component and the apiservers, "latency etcd" between the
+apiservers and etcd; a skew sets a process's wall clock `size` seconds off for `down`
+seconds, then back.
 
 Every profile's weights are a mapping of kind to weight (profiles.py); a mix may ask for every
 kind it weighs to fire at least once (`every_kind`), so that a short run covers them all.
@@ -36,6 +40,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
+from kemu.machinery.latency import NO_LATENCY, Latency
+
 
 class Action(StrEnum):
     KILL = "kill"
@@ -47,6 +53,10 @@ class Action(StrEnum):
     apiserver, an apiserver from every etcd member, an etcd member from its peers."""
     DELAY = "delay"
     """`size` seconds (0.1 to 0.5) added to every round trip to etcd for `down` seconds."""
+    LATENCY = "latency"
+    """Every round trip on the role's links takes a draw of the mix's `latency` more, for
+    `down` seconds: "apiserver", from every component to the apiservers (watch streams
+    included); "etcd", from the apiservers to etcd."""
     SKEW_CLOCK = "skew-clock"
     """The process's wall clock `size` seconds off (up to 5 minutes, ahead or behind) for
     `down` seconds, then right again."""
@@ -74,6 +84,8 @@ KINDS: Final[dict[str, tuple[Action, str]]] = {
         (Action.PARTITION, "apiserver-one"),
         (Action.PARTITION, "etcd-member"),
         (Action.DELAY, "etcd"),
+        (Action.LATENCY, "apiserver"),
+        (Action.LATENCY, "etcd"),
         (Action.SKEW_CLOCK, "scheduler-leader"),
         (Action.SKEW_CLOCK, "kubelet"),
         (Action.SKEW_CLOCK, "controllermanager"),
@@ -85,6 +97,10 @@ KINDS: Final[dict[str, tuple[Action, str]]] = {
 ROLES: Final = tuple(dict.fromkeys(role for _, role in KINDS.values()))
 AUTOSCALING_ROLES: Final = ("autoscaler-scale-up", "autoscaler-drain", "cloud")
 """Roles that exist only in a run with a scaling phase (workload `scaling`)."""
+
+
+DEFAULT_LATENCY: Final = Latency.parse("uniform:100ms-300ms")
+"""A latency fault's distribution unless the mix says otherwise."""
 
 
 @dataclass(frozen=True)
@@ -100,6 +116,9 @@ class Fault:
     """Drawn from the seed: which process to take when the role matches several."""
     size: float = 0.0
     """Drawn from the seed: the added round trip of a delay, the skew of a clock (seconds)."""
+    latency: Latency = NO_LATENCY
+    """A latency fault's distribution (the mix's), drawn from a generator seeded with
+    `pick`."""
 
     @property
     def kind(self) -> str:
@@ -107,6 +126,8 @@ class Fault:
 
     def describe(self) -> str:
         size = f", {self.size:+g}s" if self.size else ""
+        if self.action is Action.LATENCY:
+            size = f", {self.latency}"
         return f"t+{self.at:6.1f}s {self.action.value:5} {self.role} ({self.down:.1f}s{size})"
 
 
@@ -128,6 +149,9 @@ class FaultMix:
     until its node is seen Unknown, see faults.py)."""
     delay_down: float = 5.0
     skew_down: float = 6.0
+    latency: Latency = DEFAULT_LATENCY
+    """The distribution of a latency fault's added round trip."""
+    latency_down: float = 5.0
 
     def __post_init__(self) -> None:
         for name, weight in self.weights.items():
@@ -137,9 +161,21 @@ class FaultMix:
                 raise ValueError(f"weights.{name}: must be >= 0, not {weight}")
         if not any(w > 0 for w in self.weights.values()):
             raise ValueError("weights: at least one fault kind needs a positive weight")
-        for name in ("kill_down", "pause_down", "partition_down", "delay_down", "skew_down"):
+        for name in (
+            "kill_down",
+            "pause_down",
+            "partition_down",
+            "delay_down",
+            "skew_down",
+            "latency_down",
+        ):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name}: must be >= 0, not {getattr(self, name)}")
+        if not isinstance(self.latency, Latency):
+            raise ValueError(f"latency: expected a Latency, not {self.latency!r}")
+        latency_weights = [n for n, w in self.weights.items() if w > 0 and n.startswith("latency")]
+        if latency_weights and self.latency.none:
+            raise ValueError(f"latency: {latency_weights[0]} has weight, the latency is none")
 
     def down(self, action: Action) -> float:
         """How long a fault of `action` lasts."""
@@ -149,6 +185,7 @@ class FaultMix:
             Action.PARTITION: self.partition_down,
             Action.DELAY: self.delay_down,
             Action.SKEW_CLOCK: self.skew_down,
+            Action.LATENCY: self.latency_down,
             Action.DROP: 0.0,
         }[action]
 
@@ -191,6 +228,7 @@ def make_schedule(seed: int, duration: float, mix: FaultMix) -> list[Fault]:
             size = round(rng.uniform(*DELAY_RANGE), 3)
         elif action is Action.SKEW_CLOCK:
             size = round(rng.choice((-1, 1)) * rng.uniform(MIN_SKEW, MAX_SKEW), 1)
-        out.append(Fault(round(t, 3), action, role, down, pick, size))
+        latency = mix.latency if action is Action.LATENCY else NO_LATENCY
+        out.append(Fault(round(t, 3), action, role, down, pick, size, latency))
         t += down + rng.uniform(mix.min_gap, mix.max_gap)
     return out

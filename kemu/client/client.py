@@ -53,6 +53,7 @@ from kemu.client.interface import (
 )
 from kemu.client.pager import list_pages
 from kemu.component.client_connection import ClientConnection
+from kemu.component.latency import CallDelay
 from kemu.machinery import kinds
 from kemu.machinery.errors import ApiError, Fenced, Timeout, TooManyRequests, Unavailable
 from kemu.machinery.virtual_time import APISERVER_KEY, CLOCK_CALL_KEY, CLOCK_IDENTITY_KEY
@@ -240,6 +241,7 @@ class Client:
         user_agent: str = "kemu",
         wait_for_server: bool = True,
         limits: ClientLimits | None = None,
+        latency: CallDelay | None = None,
     ) -> None:
         """`wait_for_server=False` makes calls fail at once with Unavailable when nothing
         answers at `server` (for a user at a terminal) instead of waiting and retrying (for
@@ -247,9 +249,11 @@ class Client:
         client-side rate limits (kemu.client.flowcontrol, from its flags or configuration):
         every unary call and every retry waits for a token of this client's bucket (its
         `throttle`; `sibling()` makes another client with a bucket of its own); None, for a
-        test's or a driver's client, is no limit. A malformed list of several
-        addresses raises ServerAddressError (a ValueError) naming --server."""
+        test's or a driver's client, is no limit. `latency`: what every call waits before it
+        is sent, after its token (kemu.component.latency; None: nothing). A malformed list of
+        several addresses raises ServerAddressError (a ValueError) naming --server."""
         self.server = server
+        self._latency = latency
         self.servers = parse_servers(server) if SEPARATOR in server else (server,)
         self.timeout = timeout
         self.wait_for_server = wait_for_server
@@ -280,6 +284,12 @@ class Client:
         self.requests_abandoned = 0
         """Of `requests_sent`, those given up on before the apiserver answered (cancelled by
         their caller, or ended by the transport): it may never have received them."""
+
+    @property
+    def latency_waits(self) -> int:
+        """Calls waiting their latency now (not in flight yet: kemu.component.latency)."""
+        root = self._base or self
+        return root._latency.waiting if root._latency is not None else 0
 
     def one_attempt(self, timeout: float) -> Client:
         """A view of this client, over the same channel, whose calls fail fast: one attempt
@@ -440,6 +450,9 @@ class Client:
         throttled = self.throttle is not None and not name.startswith("/")
         if throttled:
             await self._wait_for_token(name, request)
+        if root._latency is not None and not name.startswith(_CLOCK_SERVICE):
+            # (a timer of the clock, before the call counts as in flight: see kemu.component.latency)
+            await root._latency.wait()
         root.requests_in_flight += 1
         try:
             return await self._retrying(name, request, response, retry_on, throttled)

@@ -36,6 +36,10 @@ REPORT_DEBOUNCE: Final = 0.05
 """Wall seconds a report waits for more timer changes before it is sent."""
 PROBE_PATIENCE: Final = 0.5
 """Wall seconds a probe's answer waits for the process to be idle before it says busy."""
+IN_FLIGHT_PATIENCE: Final = 0.02
+"""Wall seconds a probe's answer waits for the process's calls in flight to end before it
+answers idle with them counted (held on the apiserver's timers, they end only once the clock
+moves; a call served at once ends within it, and the round squares without a probe more)."""
 IDLE_POLL: Final = 0.001
 """Wall seconds between two looks at a process whose calls are in flight."""
 
@@ -91,9 +95,9 @@ async def follow_cluster_clock(
 
     The client's calls and watches are tagged with `identity` from then on, and each probe
     of the event-driven clock is answered once the process is idle (every other task
-    blocked, no call of the client in flight and `busy()` False: work the clock cannot see,
-    such as the cloud's kubelets booting), or busy after PROBE_PATIENCE, with the calls made
-    and watch events received so far, the calls to and from other components (`peers`) and
+    blocked and `busy()` False: work the clock cannot see, such as the cloud's kubelets
+    booting), or busy after PROBE_PATIENCE, with the calls made, those in flight and watch
+    events received so far, the calls to and from other components (`peers`) and
     the pending timers."""
     started = False
     backoff = Backoff(0.05, 2.0, jitter=0.5)
@@ -112,7 +116,10 @@ async def follow_cluster_clock(
     def report(probe: int = 0, idle: bool = False) -> clock_pb2.ClockReport:
         nonlocal booted
         if not booted:
-            booted = ready()
+            # Its boot waits on the clock, which must move, while calls wait their latency
+            # here (--apiserver-latency) or, idle with calls in flight, on the apiserver's
+            # timers (--etcd-latency: such an answer squares only then)
+            booted = ready() or client.latency_waits > 0 or (idle and client.requests_in_flight > 0)
         timers, deadline = clock.take_timers()
         return clock_pb2.ClockReport(
             boot_token=boot_token,
@@ -129,6 +136,7 @@ async def follow_cluster_clock(
             events_received=client.events_received.get(apiserver, 0),
             requests_sent=client.requests_sent,
             requests_abandoned=client.requests_abandoned,
+            requests_in_flight=client.requests_in_flight,
             peer_calls_sent=peers.sent if peers is not None else 0,
             peer_calls_abandoned=peers.abandoned if peers is not None else 0,
             peer_calls_received=peers.served_calls.count if peers is not None else {},
@@ -151,12 +159,21 @@ async def follow_cluster_clock(
 
     async def answer(probe: int) -> None:
         idle = False
+        asked = anyio.current_time()
+
+        def settled() -> bool:
+            # Calls in flight do not keep it busy past IN_FLIGHT_PATIENCE: its report counts
+            # them, and they square only when the apiserver holds each of them on a timer of
+            # its clock (--etcd-latency; apiserver/clock/activity.py)
+            waited = anyio.current_time() - asked
+            return not busy() and (client.requests_in_flight == 0 or waited >= IN_FLIGHT_PATIENCE)
+
         with anyio.move_on_after(PROBE_PATIENCE):
             while True:
                 # (the cheap looks first: a look at every task waits for calls to end)
-                if client.requests_in_flight == 0 and not busy():
+                if settled():
                     await all_tasks_blocked()
-                    if client.requests_in_flight == 0 and not busy():
+                    if settled():
                         idle = True
                         break
                 await anyio.sleep(IDLE_POLL)

@@ -41,6 +41,7 @@ from kemu.client.leaderelection import (
     new_identity,
 )
 from kemu.component.client_connection import ClientConnection
+from kemu.component.latency import CallLatency
 from kemu.component.runner import ComponentContext, retry_until_ready
 from kemu.component.version import BINARY_VERSION
 from kemu.component.virtual_clock import VirtualClock
@@ -62,13 +63,19 @@ class Elected:
 
 
 def component_client(
-    server: str, component: str, connection: ClientConnection, ctx: ComponentContext
+    server: str,
+    component: str,
+    connection: ClientConnection,
+    ctx: ComponentContext,
+    latency: CallLatency | None = None,
 ) -> Client:
     """The component's client of the apiserver at `server`, rate limited by `connection`
     (its flags' or configuration's qps and burst) on its clock, the waits observed on its
-    /metrics (kemu.client.flowcontrol)."""
+    /metrics (kemu.client.flowcontrol), each call after its token waiting `latency`
+    (--apiserver-latency, kemu.component.latency) on that clock too."""
     limits = ClientLimits(connection, ctx.clock, host=server, registry=ctx.registry)
-    return Client(server, user_agent=component, limits=limits)
+    delay = latency.on(ctx.clock) if latency is not None else None
+    return Client(server, user_agent=component, limits=limits, latency=delay)
 
 
 async def run_elected(

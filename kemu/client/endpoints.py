@@ -21,6 +21,8 @@ import ipaddress
 import socket
 from typing import Final
 
+from kemu.component.latency import add_apiserver_latency_flags
+
 SEPARATOR: Final = ","
 DEFAULT_SERVER: Final = "127.0.0.1:6443"
 
@@ -105,7 +107,8 @@ def server_flag(text: str) -> str:
 
 
 def add_server_flag(parser: argparse.ArgumentParser) -> None:
-    """--server of every component that talks to the apiserver, validated by `server_flag`."""
+    """--server of every component that talks to the apiserver, validated by `server_flag`,
+    and the latency of its calls (kemu.component.latency)."""
     parser.add_argument(
         "--server",
         type=server_flag,
@@ -114,3 +117,4 @@ def add_server_flag(parser: argparse.ArgumentParser) -> None:
         help="the apiserver, or several (a client fails over from one to the next) "
         f"(default {DEFAULT_SERVER})",
     )
+    add_apiserver_latency_flags(parser)

@@ -19,6 +19,7 @@ import argparse
 import json
 import logging
 import uuid
+import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -31,6 +32,7 @@ import grpc
 
 from kemu.component.clock import SKEW_FILE_ENV
 from kemu.machinery import kubeconfig
+from kemu.machinery.latency import NO_PATH_LATENCY, PathLatency
 from kemu.machinery.virtual_time import BOOT_TOKEN_ENV, ClockMode
 from kemu.testing.cluster_time import announce_boot
 from kemu.testing.etcd import DEFAULT_QUOTA_BACKEND_BYTES, Etcd, cluster_members
@@ -160,8 +162,13 @@ class Cluster:
         proxy: FaultProxy | None = None,
         clock: ClockMode = ClockMode.REAL,
         launch: Launch | None = None,
+        latency: PathLatency = NO_PATH_LATENCY,
     ) -> None:
         """`clock`: every component started runs with `--clock` so (and the cloud's kubelets).
+        `latency`: every component started that dials the apiserver runs with its
+        `--apiserver-latency`, every apiserver with its `--etcd-latency`, each process's draws
+        seeded from the latency's seed and the process's name (kemu.machinery.latency; not the
+        cloud's kubelets).
         With `proxy` (started here, closed by `stop()`), every address a process of the
         cluster dials goes through a link of it, named by the dialer and the dialed
         process: a component's apiservers, an apiserver's etcd members, an autoscaler's
@@ -171,6 +178,7 @@ class Cluster:
         start (kemu/testing/launch.py)."""
         self.root = Path(root)
         self.clock = clock
+        self.latency = latency
         launch = launch if launch is not None else Launch.from_env()
         self._forkserver = shared_forkserver() if launch is Launch.FORK else None
         self.startup_timeout = startup_timeout
@@ -380,6 +388,7 @@ class Cluster:
         argv += ["--metrics-port", str(metrics_port)]
         if self.clock is not ClockMode.REAL:
             argv += ["--clock", self.clock.value]
+        argv += self._latency_args(module, name)
         proc = Component(
             name,
             module,
@@ -392,6 +401,22 @@ class Cluster:
         )
         self._launch(proc, wait)
         return proc
+
+    def _latency_args(self, module: str, name: str) -> list[str]:
+        """The flags of `self.latency` for process `name` (a python -m `module`)."""
+        seed = str(zlib.crc32(f"{self.latency.seed}/{name}".encode()))
+        if module == "apiserver":
+            if self.latency.etcd.none:
+                return []
+            return ["--etcd-latency", str(self.latency.etcd), "--etcd-latency-seed", seed]
+        if self.latency.apiserver.none:
+            return []
+        return [
+            "--apiserver-latency",
+            str(self.latency.apiserver),
+            "--apiserver-latency-seed",
+            seed,
+        ]
 
     def start_scheduler(
         self,

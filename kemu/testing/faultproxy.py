@@ -9,7 +9,11 @@ processes. Faults are `Rule`s on those edges, matched by name (None matches any)
   closed as soon as they are accepted, before anything is sent on (the dialer sees its
   connection fail and retries, as across a network that refuses it).
 - `Mode.DELAY`: every chunk read in either direction is written on `delay` seconds later
-  (latency, in order; not a throughput limit). A round trip gets twice the delay.
+  (latency, in order; not a throughput limit). A round trip gets twice the delay. With a
+  `latency` distribution (kemu.machinery.latency: the chaos fault `latency`), each chunk
+  waits a draw of it more, from a generator of the rule's own seeded with `seed` (a chunk
+  never overtakes the one before it: the link keeps its order, as tc-netem's does with a
+  rate or without reordering).
 
 Removing a rule heals: new connections pass again (connections cut stay closed: the dialers
 reconnect). Rules apply to connections already open as well as new ones.
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,6 +46,7 @@ from anyio.abc import SocketAttribute, SocketStream, TaskStatus
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from anyio.streams.memory import MemoryObjectReceiveStream
 
+from kemu.machinery.latency import NO_LATENCY, Latency
 from kemu.testing.ports import LOOPBACK
 
 logger = logging.getLogger(__name__)
@@ -67,12 +73,16 @@ class Rule:
     dst: str | None = None
     delay: float = 0.0
     """Seconds added to each direction (Mode.DELAY)."""
+    latency: Latency = NO_LATENCY
+    """Drawn for each chunk and added to `delay` (Mode.DELAY)."""
+    seed: int = 0
+    """Of `latency`'s draws."""
 
     def __post_init__(self) -> None:
         if self.delay < 0:
             raise ValueError(f"delay: must be >= 0, not {self.delay}")
-        if self.mode is Mode.DELAY and self.delay == 0:
-            raise ValueError("delay: a DELAY rule needs a delay > 0")
+        if self.mode is Mode.DELAY and self.delay == 0 and self.latency.none:
+            raise ValueError("delay: a DELAY rule needs a delay > 0 or a latency")
 
     def matches(self, src: str | None, dst: str) -> bool:
         return (self.src is None or self.src == src) and (self.dst is None or self.dst == dst)
@@ -102,6 +112,8 @@ class FaultProxy:
         self._portal: BlockingPortal | None = None
         self._links: dict[tuple[object, str, tuple[str, int]], str] = {}
         self._rules: list[Rule] = []
+        self._draws: dict[Rule, random.Random] = {}
+        """The generator of each rule in force that has a latency."""
         self._live: set[_Connection] = set()
 
     def __enter__(self) -> FaultProxy:
@@ -175,6 +187,8 @@ class FaultProxy:
 
     def _add(self, rule: Rule) -> None:
         self._rules.append(rule)
+        if not rule.latency.none:
+            self._draws.setdefault(rule, random.Random(rule.seed))
         for conn in list(self._live):
             if self._cut(conn.src, conn.link.dst):
                 conn.scope.cancel()
@@ -183,6 +197,8 @@ class FaultProxy:
     def _remove(self, rule: Rule) -> None:
         with contextlib.suppress(ValueError):
             self._rules.remove(rule)
+        if rule not in self._rules:
+            self._draws.pop(rule, None)
 
     def _cut(self, src: str | None, dst: str) -> bool:
         return any(r.mode is Mode.CUT and r.matches(src, dst) for r in self._rules)
@@ -190,7 +206,7 @@ class FaultProxy:
     def _delay(self, conn: _Connection) -> float:
         return max(
             (
-                r.delay
+                r.delay + (r.latency.draw(self._draws[r]) if r in self._draws else 0.0)
                 for r in self._rules
                 if r.mode is Mode.DELAY and r.matches(conn.src, conn.link.dst)
             ),
@@ -239,6 +255,7 @@ class FaultProxy:
         and requests that do not): a source it names is checked against the rules before the
         chunk goes on."""
         send, receive = anyio.create_memory_object_stream[tuple[float, bytes]](QUEUED_CHUNKS)
+        due = 0.0
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._write, receive, writer, conn)
             async with send:
@@ -257,7 +274,9 @@ class FaultProxy:
                                 self._live.discard(conn)
                                 conn.scope.cancel()
                                 return
-                    await send.send((time.monotonic() + self._delay(conn), data))
+                    # (never before the chunk ahead of it: the link keeps its order)
+                    due = max(due, time.monotonic() + self._delay(conn))
+                    await send.send((due, data))
 
     async def _write(
         self,

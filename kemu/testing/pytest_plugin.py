@@ -9,12 +9,20 @@ run of its environment): real-process clusters as fixtures, and failure reports.
                         scheduler_config=YAML_OR_PATH, clock="virtual",
                         capacity={"cpu": "4", "memory": "8Gi", "pods": "110"},
                         labels={"disk": "ssd"},
-                        runtime_config={"scheduling.k8s.io/v1beta1": "true"})
+                        runtime_config={"scheduling.k8s.io/v1beta1": "true"},
+                        apiserver_latency="200ms", etcd_latency="uniform:1ms-5ms",
+                        latency_seed=7)
 
   `runtime_config` is the apiserver's --runtime-config, as kind's `runtimeConfig`: a feature
   gate does not enable its API (upstream serves an alpha group version, or a beta one from
   1.24, only when the runtime config enables it too), so 1.37's pod groups need
   `gates={"GenericWorkload": True}` and `runtime_config={"scheduling.k8s.io/v1beta1": "true"}`.
+
+  `apiserver_latency` is every component's --apiserver-latency (each call waits it before it
+  is sent), `etcd_latency` the apiserver's --etcd-latency, both drawn from `latency_seed`
+  (kemu.machinery.latency's syntax: "200ms", "uniform:100ms-300ms", "normal:200ms,50ms",
+  "lognormal:200ms,50ms"); with `clock="virtual"` the waits are virtual seconds, so "what if
+  the apiserver answers in 200 ms" costs no wall time at rate max.
 
   `cluster.server` is the apiserver's address for `kemu.client.Client`; `cluster.kill(name)`,
   `restart(name)`, `pause(name)`, `resume(name)` act on a component ("scheduler",
@@ -64,7 +72,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         f"{MARKER}(nodes=1, version=None, gates={{}}, scheduler_config=None, clock='real', "
-        "capacity=None, labels={}, runtime_config={}): the shape of the kemu_cluster fixture's cluster",
+        "capacity=None, labels={}, runtime_config={}, apiserver_latency='0', etcd_latency='0', "
+        "latency_seed=0): the shape of the kemu_cluster fixture's cluster",
     )
 
 
@@ -104,7 +113,7 @@ def kemu_cluster(
         spec = ClusterSpec.from_options(**(marker.kwargs if marker is not None else {}))
     except ValueError as e:
         pytest.fail(str(e), pytrace=False)
-    cluster = kemu_cluster_factory(clock=spec.clock)
+    cluster = kemu_cluster_factory(clock=spec.clock, latency=spec.latency)
     start_cluster(cluster, spec)
     return cluster
 

@@ -2,7 +2,7 @@
 the `kemu_cluster` fixture (kemu.testing.pytest_plugin), usable without pytest too.
 
     spec = ClusterSpec.from_options(nodes=3, version="1.34", gates={"SchedulerAsyncPreemption": True})
-    with Cluster(root, clock=spec.clock) as cluster:
+    with Cluster(root, clock=spec.clock, latency=spec.latency) as cluster:
         start_cluster(cluster, spec)
 
 `start_cluster` starts etcd, an apiserver, a scheduler, a controller-manager and one kubelet
@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, TypedDict
 
+from kemu.machinery.latency import NO_PATH_LATENCY, Latency, LatencyError, PathLatency
 from kemu.machinery.virtual_time import ClockMode
 from kemu.testing.cluster import DEFAULT_CAPACITY, Cluster
 
@@ -44,6 +45,10 @@ class ClusterSpec:
     enable its API group version, so a test of 1.37's pod groups asks for
     `{"scheduling.k8s.io/v1beta1": "true"}` besides `gates={"GenericWorkload": True}`
     (`{"api/all": "true"}` enables every version, as upstream's scheduler_perf does)."""
+    latency: PathLatency = NO_PATH_LATENCY
+    """The API path's latency (the marker's `apiserver_latency="200ms"`, `etcd_latency=...`
+    and `latency_seed=N`; kemu.machinery.latency's syntax): in virtual time a call's answer
+    comes that many virtual seconds later."""
 
     @classmethod
     def from_options(cls, **options: object) -> ClusterSpec:
@@ -58,6 +63,9 @@ class ClusterSpec:
             "capacity",
             "labels",
             "runtime_config",
+            "apiserver_latency",
+            "etcd_latency",
+            "latency_seed",
         }
         unknown = sorted(set(options) - known)
         if unknown:
@@ -88,7 +96,29 @@ class ClusterSpec:
         capacity = _strings(options.get("capacity", DEFAULT_CAPACITY), "capacity")
         labels = _strings(options.get("labels", {}), "labels")
         runtime_config = _strings(options.get("runtime_config", {}), "runtime_config")
-        return cls(nodes, version, dict(gates), config, clock, capacity, labels, runtime_config)
+        latency = PathLatency(
+            _latency(options.get("apiserver_latency", "0"), "apiserver_latency"),
+            _latency(options.get("etcd_latency", "0"), "etcd_latency"),
+            _seed(options.get("latency_seed", 0)),
+        )
+        return cls(
+            nodes, version, dict(gates), config, clock, capacity, labels, runtime_config, latency
+        )
+
+
+def _latency(value: object, key: str) -> Latency:
+    if not isinstance(value, str):
+        raise ValueError(f"kemu: {key} must be a latency such as '200ms', not {value!r}")
+    try:
+        return Latency.parse(value)
+    except LatencyError as e:
+        raise ValueError(f"kemu: {key}: {e}") from None
+
+
+def _seed(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"kemu: latency_seed must be an integer, not {value!r}")
+    return value
 
 
 def _strings(value: object, key: str) -> dict[str, str]:
@@ -118,11 +148,16 @@ class _Versioned(TypedDict):
 
 
 def start_cluster(cluster: Cluster, spec: ClusterSpec) -> None:
-    """Starts the spec's components in `cluster` (made with `clock=spec.clock`) and waits
-    until every one is ready."""
+    """Starts the spec's components in `cluster` (made with `clock=spec.clock` and
+    `latency=spec.latency`) and waits until every one is ready."""
     if cluster.clock is not spec.clock:
         raise ValueError(
             f"the cluster runs on the {cluster.clock.value} clock, the spec asks {spec.clock.value}"
+        )
+    if cluster.latency != spec.latency:
+        raise ValueError(
+            f"the cluster's latency is {cluster.latency.describe()}, the spec asks "
+            f"{spec.latency.describe()}"
         )
     common = _Versioned(emulated_version=spec.version, feature_gates=spec.gates)
     cluster.start_etcd()

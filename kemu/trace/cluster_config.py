@@ -23,6 +23,9 @@
     args:                            # further flags of the control plane's components
       controllermanager: ["--node-monitor-grace-period", "50s"]
     seed: 1                          # the scheduler's and the autoscaler's --seed (default 1)
+    latency:                         # the API path's (kemu.machinery.latency's syntax),
+      apiserver: 200ms               #   in virtual seconds: every component's calls, and
+      etcd: uniform:1ms-3ms          #   the apiserver's round trips to etcd; drawn from seed
 
 Components are apiserver, scheduler, controllermanager, kubelet, cloud and autoscaler.
 Everything is checked before anything starts, and an error names the key
@@ -48,6 +51,14 @@ from kemu.component.featuregate import FeatureGateError, FeatureGates
 from kemu.component.options import FlagError, check_flags
 from kemu.component.version import DEFAULT_VERSION, parse_emulated_version
 from kemu.machinery.errors import Invalid
+from kemu.machinery.latency import (
+    NO_LATENCY,
+    NO_PATH_LATENCY,
+    SYNTAX,
+    Latency,
+    LatencyError,
+    PathLatency,
+)
 from kemu.machinery.quantity import parse_quantity
 from kemu.machinery.validation.meta import validate_labels
 from kemu.scheduling.config import parse_config as parse_scheduler_config
@@ -72,12 +83,15 @@ _KEYS: Final = frozenset(
         "autoscaler",
         "args",
         "seed",
+        "latency",
     }
 )
 _POOL_KEYS: Final = frozenset({"name", "count", "capacity", "labels", "taints", "kubeletArgs"})
 _ARGS_COMPONENTS: Final = ("apiserver", "scheduler", "controllermanager")
 """The components `args` is for (the kubelets' are each pool's kubeletArgs, the cloud's
 instances' their template's, the autoscaler's its own key)."""
+_LATENCY: Final = ("--apiserver-latency", "--apiserver-latency-seed")
+"""Set from `latency` (and `seed`)."""
 _SET_BY_REPLAY: Final = {
     "apiserver": (
         "--etcd-servers",
@@ -86,9 +100,11 @@ _SET_BY_REPLAY: Final = {
         "--metrics-port",
         "--clock",
         "--clock-start",
+        "--etcd-latency",
+        "--etcd-latency-seed",
     ),
-    "scheduler": ("--server", "--config", "--metrics-port", "--clock", "--seed"),
-    "controllermanager": ("--server", "--metrics-port", "--clock"),
+    "scheduler": ("--server", "--config", "--metrics-port", "--clock", "--seed", *_LATENCY),
+    "controllermanager": ("--server", "--metrics-port", "--clock", *_LATENCY),
     "kubelet": (
         "--server",
         "--nodes",
@@ -102,6 +118,7 @@ _SET_BY_REPLAY: Final = {
         "--root-dir",
         "--metrics-port",
         "--clock",
+        *_LATENCY,
     ),
 }
 FLAG_TABLES: Final[Mapping[str, Callable[[], argparse.ArgumentParser]]] = {
@@ -180,6 +197,8 @@ class ClusterConfig:
     seed: int = 1
     args: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Further flags of the apiserver, the scheduler and the controller-manager."""
+    latency: PathLatency = NO_PATH_LATENCY
+    """`latency`: the API path's, drawn from `seed`."""
 
     @property
     def autoscaling(self) -> bool:
@@ -231,7 +250,24 @@ def parse(text: str) -> ClusterConfig:
         for name, value in _mapping(data.get("args"), "args").items()
         if (component := _component(name, f"args.{name}", _ARGS_COMPONENTS))
     }
-    return ClusterConfig(pools, node_groups, versions, gates, scheduler_config, flags, seed, args)
+    latency = _latency(data.get("latency"), seed)
+    return ClusterConfig(
+        pools, node_groups, versions, gates, scheduler_config, flags, seed, args, latency
+    )
+
+
+def _latency(value: object, seed: int) -> PathLatency:
+    parts = _mapping(value, "latency")
+    _check_keys(parts, frozenset({"apiserver", "etcd"}), "latency")
+    out = {}
+    for key, text in parts.items():
+        if not isinstance(text, str):
+            raise ClusterConfigError(f"latency.{key}: expected a latency such as 200ms ({SYNTAX})")
+        try:
+            out[key] = Latency.parse(text)
+        except LatencyError as e:
+            raise ClusterConfigError(f"latency.{key}: {e}") from None
+    return PathLatency(out.get("apiserver", NO_LATENCY), out.get("etcd", NO_LATENCY), seed)
 
 
 def _check_keys(data: Mapping[str, object], known: frozenset[str], path: str) -> None:

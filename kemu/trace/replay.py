@@ -37,10 +37,10 @@ from kemu.machinery.errors import AlreadyExists, ApiError, NotFound
 from kemu.machinery.jsonvalue import JSONObject
 from kemu.machinery.namespaces import new_namespace
 from kemu.machinery.virtual_time import ClockMode
-from kemu.testing.cluster import Cluster
+from kemu.testing.cluster import Cluster, Component
 from kemu.testing.cluster_time import START_SECONDS, ClusterClock, advance_to, cluster_now
 from kemu.testing.eventually import eventually
-from kemu.testing.processes import child_pids, memory_kib
+from kemu.testing.processes import child_pids, memory_kib, url_ok
 from kemu.timeline.model import Timeline
 from kemu.trace import objects, report
 from kemu.trace.cluster_config import ClusterConfig
@@ -115,7 +115,9 @@ class Replay:
         root = self.options.root or Path(tempfile.mkdtemp(prefix="kemu-replay-"))
         root.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
-        with Cluster(root / "cluster", clock=ClockMode.VIRTUAL) as cluster:
+        with Cluster(
+            root / "cluster", clock=ClockMode.VIRTUAL, latency=self.config.latency
+        ) as cluster:
             cluster.start_etcd(unsafe_no_fsync=True)
             cluster.start_apiserver(
                 extra_args=[
@@ -180,7 +182,8 @@ class Replay:
                 extra_args=["--kubelet-processes", "node-group"],
                 wait=False,
             )
-            cluster.wait_ready("cloud")
+            if self.config.latency.none:  # (with latency, its readiness needs the clock)
+                cluster.wait_ready("cloud")
             cluster.start_autoscaler(
                 cloud,
                 scan_interval="10s",
@@ -193,6 +196,29 @@ class Replay:
     def _wait_components(cluster: Cluster) -> None:
         for name in cluster.processes:
             cluster.wait_ready(name)
+
+    async def _start_up(self, client: Client, cluster: Cluster) -> None:
+        """Every component started while the clock holds, and ready, the work due then done.
+        Their first lists wait for their rate limiters' tokens once past the burst: the clock
+        gives them START_SECONDS. With latency on the API path a component is ready only once
+        its calls at start have waited their latency on the cluster's clock too: the clock is
+        then moved a second at a time (each move ends quiescent, so when readiness is seen is
+        the same run after run) until every one is, within LEAD."""
+        await anyio.to_thread.run_sync(self._start_components, cluster)
+        await client.advance_clock(START_SECONDS)
+        if self.config.latency.none:
+            await anyio.to_thread.run_sync(self._wait_components, cluster)
+            await client.advance_clock(0)
+            return
+        for _ in range(int(LEAD / 2)):
+            waiting = await anyio.to_thread.run_sync(_not_ready, cluster)
+            if not waiting:
+                return
+            await client.advance_clock(1)
+        raise RuntimeError(
+            f"with latency {self.config.latency.describe()}, not ready after {LEAD / 2:g} "
+            f"virtual seconds: {', '.join(waiting)}"
+        )
 
     async def _wait_nodes(self, client: Client) -> None:
         expected = self.config.node_count()
@@ -218,11 +244,7 @@ class Replay:
         ):
             await client.wait_ready(timeout=60)
             await client.set_clock_rate(0)
-            await anyio.to_thread.run_sync(self._start_components, cluster)
-            # their first lists wait for their rate limiters' tokens: time to start
-            await client.advance_clock(START_SECONDS)
-            await anyio.to_thread.run_sync(self._wait_components, cluster)
-            await client.advance_clock(0)
+            await self._start_up(client, cluster)
             await self._wait_nodes(client)
             for namespace in self.trace.namespaces():
                 try:
@@ -414,3 +436,19 @@ class Replay:
             "feature_gates": {k: dict(v) for k, v in c.feature_gates.items()},
             "seed": c.seed,
         }
+
+
+def _not_ready(cluster: Cluster) -> list[str]:
+    """The components of `cluster` whose /readyz fails now (or does not answer yet)."""
+
+    def ready(proc: Component) -> bool:
+        try:
+            return url_ok(proc.readyz_url)
+        except OSError:
+            return False
+
+    return [
+        name
+        for name, proc in cluster.processes.items()
+        if isinstance(proc, Component) and not ready(proc)
+    ]

@@ -110,3 +110,46 @@ def test_the_procfile_kubelets_slice_files_load() -> None:
         for entry, path in files.items()
     }  # fmt: skip
     assert devices == {"kubelet-b": ["gpu-0", "gpu-1"], "kubelet-c": ["gpu-0"]}
+
+
+@pytest.mark.parametrize(
+    "process", ["scheduler", "controllermanager", "kubelet", "cloud", "autoscaler"]
+)
+def test_every_component_takes_the_apiserver_latency_and_names_the_flag_when_wrong(
+    process: str,
+) -> None:
+    """Issue #58 item 4: `--apiserver-latency` beside --server on every client of the
+    apiserver; the apiserver's own is --etcd-latency."""
+    import importlib
+
+    from kemu.component.latency import CallLatency, apiserver_latency
+    from kemu.component.options import FlagError, check_flags
+    from kemu.machinery.latency import Latency
+
+    parser = importlib.import_module(f"{process}.options").build_parser()
+    required = {
+        "cloud": ["--config", "c.yaml", "--state-dir", "s"],
+        "autoscaler": ["--cloud-provider-address", "127.0.0.1:1"],
+    }.get(process, [])
+    args = check_flags(
+        parser,
+        [*required, "--apiserver-latency", "uniform:100ms-300ms", "--apiserver-latency-seed", "3"],
+    )
+    assert apiserver_latency(args) == CallLatency(Latency.parse("uniform:100ms-300ms"), 3)
+    with pytest.raises(FlagError, match=r"argument --apiserver-latency: '5': time: missing unit"):
+        check_flags(parser, [*required, "--apiserver-latency", "5"])
+
+
+def test_the_apiserver_takes_the_etcd_latency() -> None:
+    from apiserver.options import build_parser
+    from kemu.component.options import FlagError, check_flags
+    from kemu.machinery.latency import Latency
+
+    args = check_flags(
+        build_parser(), ["--etcd-latency", "normal:2ms,1ms", "--etcd-latency-seed", "5"]
+    )
+    assert (args.etcd_latency, args.etcd_latency_seed) == (Latency.parse("normal:2ms,1ms"), 5)
+    with pytest.raises(
+        FlagError, match=r"argument --etcd-latency: 'gauss:1s': unknown distribution"
+    ):
+        check_flags(build_parser(), ["--etcd-latency", "gauss:1s"])

@@ -148,12 +148,13 @@ def _scoring_trace(path: Path) -> Path:
 
 
 def _whatif(
-    trace: Path, a: Path, b: Path, tmp_path: Path, *extra: str
+    trace: Path, a: Path, b: Path | None, tmp_path: Path, *extra: str
 ) -> tuple[int, dict[str, Any]]:
     out = tmp_path / "whatif.json"
+    b_args = ["--b", str(b)] if b is not None else []
     done = run_python_module(
         "kemu.whatif",
-        [str(trace), "--a", str(a), "--b", str(b), "--json", str(out), "--fail-on-diff",
+        [str(trace), "--a", str(a), *b_args, "--json", str(out), "--fail-on-diff",
          "--quiet", "--root", str(tmp_path / "runs"), *extra],
         timeout=120,
     )  # fmt: skip
@@ -169,6 +170,29 @@ def test_whatif_of_a_configuration_against_itself_finds_no_difference(tmp_path: 
     assert result["diff"] == []
     assert code == 0
     assert result["a"]["pods_bound"] == result["b"]["pods_bound"] == 6
+
+
+def test_whatif_at_0_and_200ms_of_apiserver_latency_binds_every_pod_200ms_later(
+    tmp_path: Path,
+) -> None:
+    """Issue #58 item 4's "done when": one trace at 0 and at 200 ms of apiserver latency, in
+    virtual time. Every pod lands where it did, its binding 200 virtual ms later after its
+    creation (the scheduler's Bind waits it); the pods themselves come later too (the
+    controllers' creates wait it as well)."""
+    trace = _scoring_trace(tmp_path / "scoring.sktrace")
+    config = EXAMPLES / "most-allocated.yaml"
+    code, result = _whatif(
+        trace, config, None, tmp_path, "--apiserver-latency", "200ms", "--bind-threshold", "0.1"
+    )
+    assert code == 1
+    assert result["names"]["b"] == f"{config} with latency apiserver 200ms, etcd 0s"
+    assert result["a"]["pods_bound"] == result["b"]["pods_bound"] == 6
+    assert {d["what"] for d in result["diff"]} == {"bound"}
+    assert len(result["diff"]) == 6
+    a, b = result["a"]["time_to_bind_s"], result["b"]["time_to_bind_s"]
+    assert b["max"] - a["max"] == pytest.approx(0.2, abs=0.002)
+    assert b["p50"] - a["p50"] == pytest.approx(0.2, abs=0.002)
+    assert all(d["b"] > d["a"] for d in result["diff"])
 
 
 @pytest.fixture(scope="module")

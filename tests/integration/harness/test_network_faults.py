@@ -12,6 +12,9 @@ import anyio
 import pytest
 
 from kemu.api.v1 import types_pb2
+from kemu.chaos.netfaults import NetworkFaults
+from kemu.chaos.recorder import LeaseRecorder
+from kemu.chaos.schedule import Action, Fault
 from kemu.client.client import Client
 from kemu.client.informer import Informer
 from kemu.machinery.errors import (
@@ -21,6 +24,7 @@ from kemu.machinery.errors import (
     Timeout,
     Unavailable,
 )
+from kemu.machinery.latency import Latency
 from kemu.testing import eventually, make_pod
 from kemu.testing.cluster import Cluster
 from kemu.testing.etcd import Etcd
@@ -206,6 +210,36 @@ async def test_a_delay_adds_to_every_etcd_round_trip(cluster: Cluster, client: C
         assert time.monotonic() - started >= 0.3  # at least one round trip of 2 x 0.15 s
     finally:
         cluster.proxy.remove(delay)
+
+
+@pytest.mark.parametrize("role", ["apiserver", "etcd"])
+async def test_a_latency_fault_slows_every_round_trip_on_its_links_then_heals(
+    cluster: Cluster, client: Client, role: str
+) -> None:
+    """Issue #58 item 4: the chaos fault `latency` (schedule.py) through the fault proxy:
+    "latency apiserver" on every link to the apiservers (a client dialing through the proxy
+    as a component does), "latency etcd" on the apiserver's links to etcd."""
+    assert cluster.proxy is not None
+    notes: list[str] = []
+    faults = NetworkFaults(cluster, notes.append, LeaseRecorder(), client)
+    latency = Latency.parse("uniform:300ms-400ms")
+    fault = Fault(0.0, Action.LATENCY, role, down=3.0, pick=7, latency=latency)
+    targets = ["apiserver"] if role == "apiserver" else [m.name for m in cluster.etcd_members]
+    through_proxy = cluster.proxy.link("latency-test", "apiserver", cluster.server)
+    async with Client(through_proxy, timeout=10.0) as component:
+        await component.create(make_pod(f"warm-{role}").namespace(NS).obj())
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(anyio.to_thread.run_sync, faults.inject, fault, targets)
+            await eventually(lambda: bool(cluster.proxy and cluster.proxy.rules), timeout=5)
+            started = time.monotonic()
+            await component.create(make_pod(f"slow-{role}").namespace(NS).obj())
+            assert time.monotonic() - started >= 0.3  # a round trip of 0.3 s at least
+        assert cluster.proxy.rules == []  # healed after `down`
+        started = time.monotonic()
+        await component.create(make_pod(f"fast-{role}").namespace(NS).obj())
+        assert time.monotonic() - started < 0.3
+    assert notes[0].startswith(f"latency {role}: +uniform:300ms-400ms per round trip")
+    assert notes[-1] == f"latency {role} over"
 
 
 async def test_dropped_watches_are_watched_again_and_informers_miss_nothing(

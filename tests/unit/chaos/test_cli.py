@@ -16,6 +16,12 @@ from kemu.chaos.__main__ import main
         (["--workload", "/nonexistent/w.yaml"], "--workload: No such file or directory"),
         (["--bogus"], "unrecognized arguments: --bogus"),
         (["--clock", "sundial"], "--clock: invalid choice: 'sundial'"),
+        (["--latency", "5"], "--latency: '5': time: missing unit in duration \"5\""),
+        (["--latency", "gauss:1s"], "--latency: 'gauss:1s': unknown distribution 'gauss'"),
+        (
+            ["--latency", "0"],
+            "--latency: latency: latency apiserver has weight, the latency is none",
+        ),
     ],
 )
 def test_bad_arguments_exit_2_with_one_line(

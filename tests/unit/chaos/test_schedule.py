@@ -14,6 +14,7 @@ from kemu.chaos.schedule import (
     FaultMix,
     make_schedule,
 )
+from kemu.machinery.latency import NO_LATENCY, Latency
 
 
 def test_the_same_seed_gives_the_same_timeline() -> None:
@@ -126,3 +127,44 @@ def test_weights_name_the_fault_kind() -> None:
     assert weights(partition_etcd_member=2.0)["partition etcd-member"] == 2.0
     assert weights(skew_clock_kubelet=0.0)["skew-clock kubelet"] == 0.0
     assert set(ROLES) == {role for _, role in KINDS.values()}
+
+
+def test_a_latency_fault_carries_the_mixs_distribution_and_lasts_latency_down() -> None:
+    mix = FaultMix(
+        weights={"latency apiserver": 1.0, "latency etcd": 1.0},
+        min_gap=1.0,
+        max_gap=2.0,
+        kill_down=0.5,
+        pause_down=5.0,
+        latency=Latency.parse("normal:200ms,50ms"),
+        latency_down=4.0,
+    )
+    faults = make_schedule(9, 60.0, mix)
+    assert {f.kind for f in faults} == {"latency apiserver", "latency etcd"}
+    assert all(f.action is Action.LATENCY for f in faults)
+    assert all(f.latency == mix.latency and f.down == 4.0 and f.size == 0 for f in faults)
+    assert faults[0].describe().endswith(f"({4.0:.1f}s, normal:200ms,50ms)")
+    assert make_schedule(9, 60.0, mix) == faults
+    other = make_schedule(9, 60.0, mix)
+    assert [f.pick for f in other] == [f.pick for f in faults]  # the proxy's draws' seeds
+
+
+def test_a_mix_with_latency_faults_and_no_latency_is_refused_naming_the_field() -> None:
+    with pytest.raises(ValueError, match="^latency: latency etcd has weight, the latency is none"):
+        FaultMix(
+            weights={"latency etcd": 1.0},
+            min_gap=1.0,
+            max_gap=2.0,
+            kill_down=0.5,
+            pause_down=5.0,
+            latency=NO_LATENCY,
+        )
+    with pytest.raises(ValueError, match="^latency_down: must be >= 0, not -1"):
+        FaultMix(
+            weights={"latency etcd": 1.0},
+            min_gap=1.0,
+            max_gap=2.0,
+            kill_down=0.5,
+            pause_down=5.0,
+            latency_down=-1.0,
+        )

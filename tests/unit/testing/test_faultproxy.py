@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from kemu.machinery.latency import Latency
 from kemu.testing.faultproxy import FaultProxy, Mode, Rule
 from kemu.testing.ports import LOOPBACK
 
@@ -112,6 +113,29 @@ def test_delay_adds_latency_in_each_direction_in_order(proxy: FaultProxy, echo: 
         started = time.monotonic()
         assert _round_trip(s) == b"ping"
         assert time.monotonic() - started < 0.3
+
+
+def test_a_latency_rule_draws_each_chunks_delay_and_keeps_the_order(
+    proxy: FaultProxy, echo: str
+) -> None:
+    address = proxy.link("a", "b", echo)
+    with _dial(address) as s:
+        rule = Rule(Mode.DELAY, dst="b", latency=Latency.parse("uniform:100ms-150ms"), seed=3)
+        proxy.add(rule)
+        for _ in range(3):
+            started = time.monotonic()
+            assert _round_trip(s) == b"ping"
+            assert 0.2 <= time.monotonic() - started < 1.0  # two draws, one each way
+        for i in range(10):
+            s.sendall(f"{i}".encode())
+        got = b""
+        while len(got) < 10:
+            got += s.recv(16)
+        assert got == b"0123456789"
+        proxy.remove(rule)
+        started = time.monotonic()
+        assert _round_trip(s) == b"ping"
+        assert time.monotonic() - started < 0.1
 
 
 def test_source_told_from_the_first_bytes(proxy: FaultProxy, echo: str) -> None:

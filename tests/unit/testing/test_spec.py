@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from kemu.machinery.latency import Latency, PathLatency
 from kemu.machinery.virtual_time import ClockMode
 from kemu.testing.cluster import DEFAULT_CAPACITY
 from kemu.testing.spec import ClusterSpec
@@ -57,3 +58,27 @@ def test_a_bad_option_is_named(options: dict[str, object], message: str) -> None
     with pytest.raises(ValueError, match="^kemu: ") as raised:
         ClusterSpec.from_options(**options)
     assert message in str(raised.value)
+
+
+def test_the_api_paths_latency_is_one_value_of_the_marker() -> None:
+    spec = ClusterSpec.from_options(
+        apiserver_latency="200ms", etcd_latency="uniform:1ms-5ms", latency_seed=7
+    )
+    assert spec.latency == PathLatency(
+        Latency.parse("200ms"), Latency.parse("uniform:1ms-5ms"), seed=7
+    )
+    assert ClusterSpec().latency.none
+
+
+@pytest.mark.parametrize(
+    ("options", "says"),
+    [
+        ({"apiserver_latency": 0.2}, "kemu: apiserver_latency must be a latency such as '200ms'"),
+        ({"etcd_latency": "5"}, "kemu: etcd_latency: '5': time: missing unit in duration \"5\""),
+        ({"latency_seed": "7"}, "kemu: latency_seed must be an integer"),
+    ],
+)
+def test_a_bad_latency_option_is_one_line_naming_it(options: dict[str, object], says: str) -> None:
+    with pytest.raises(ValueError) as e:
+        ClusterSpec.from_options(**options)
+    assert str(e.value).startswith(says)

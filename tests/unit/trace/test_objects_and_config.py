@@ -151,6 +151,11 @@ def test_the_readme_cluster_example_parses() -> None:
         ("args: {kubelet: []}", r"args\.kubelet: unknown component"),
         ("args: {scheduler: [--config, x.yaml]}", r"args\.scheduler\[0\]: --config is set"),
         ("args: {apiserver: [--emulated-version, '1.30']}", r"versions or featureGates"),
+        ("latency: {apiserver: 5}", r"latency\.apiserver: expected a latency such as 200ms"),
+        ("latency: {etcd: gauss:1s}", r"latency\.etcd: 'gauss:1s': unknown distribution"),
+        ("latency: {kubelet: 1s}", r"latency\.kubelet: unknown key \(known: apiserver, etcd\)"),
+        ("args: {scheduler: [--apiserver-latency, 1s]}", r"--apiserver-latency is set"),
+        ("args: {apiserver: [--etcd-latency=1s]}", r"--etcd-latency is set"),
     ],
 )
 def test_a_bad_cluster_file_names_the_key(text: str, message: str) -> None:
@@ -164,3 +169,13 @@ def test_further_flags_are_taken_as_each_component_parses_them() -> None:
         "apiserver": ("--max-requests-inflight", "10"),
         "scheduler": ("--leader-elect",),
     }
+
+
+def test_the_api_paths_latency_is_drawn_from_the_files_seed() -> None:
+    from kemu.machinery.latency import Latency, PathLatency
+
+    config = cluster_config.parse("seed: 4\nlatency: {apiserver: uniform:100ms-300ms, etcd: 2ms}")
+    assert config.latency == PathLatency(
+        Latency.parse("uniform:100ms-300ms"), Latency.parse("2ms"), seed=4
+    )
+    assert cluster_config.parse("").latency.none

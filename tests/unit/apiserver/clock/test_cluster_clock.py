@@ -44,6 +44,7 @@ async def _answering(
     deadline: float,
     sent: int = 0,
     abandoned: int = 0,
+    in_flight: int = 0,
     on_probe: Callable[[], None] = lambda: None,
 ) -> None:
     """A component's session that answers every probe so (`sent`: the calls it says it made,
@@ -62,6 +63,7 @@ async def _answering(
                 events_received=received,
                 requests_sent=sent,
                 requests_abandoned=abandoned,
+                requests_in_flight=in_flight,
                 timers=1,
                 next_deadline=deadline,
             )
@@ -116,6 +118,37 @@ async def test_a_call_one_side_counted_and_the_other_not_is_no_quiescence(
         with anyio.fail_after(5):
             assert await cc.driver.quiescence() == (True, START + 1)
         tg.cancel_scope.cancel()
+
+
+async def test_a_call_in_flight_squares_only_while_the_apiserver_holds_it_on_a_timer() -> None:
+    """--etcd-latency in virtual time (issue #58 item 4): a component idle with a call in
+    flight is quiescent only when the apiserver serves that call held on a timer of its clock
+    (Activity.parked); served and answered, its answer on the way, it is not."""
+    cc = _cluster_clock()
+    _receive(cc, "a", range(1, 3))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(
+            lambda: _answering(
+                cc, "a", idle=True, received=0, sent=3, in_flight=1, deadline=START + 1
+            )
+        )
+        await anyio.wait_all_tasks_blocked()
+        with cc.activity.request("a", 3), cc.activity.parked() as wait:
+            assert wait and cc.activity.serving == 0 and cc.activity.parked_calls["a"] == 1
+            with anyio.fail_after(5):
+                assert await cc.driver.quiescence() == (True, START + 1)
+        assert cc.activity.parked_calls["a"] == 0 and cc.activity.requests == 0
+        with anyio.fail_after(5):  # the call answered, the answer on its way
+            assert await cc.driver.quiescence() == (False, None)
+        tg.cancel_scope.cancel()
+
+
+def test_a_request_from_outside_the_sessions_is_not_held() -> None:
+    activity = Activity()
+    with activity.request(), activity.parked() as wait:
+        assert not wait and activity.serving == 1
+    with activity.parked() as wait:  # the apiserver's own work, outside any request
+        assert wait and activity.parked_total == 0
 
 
 def _receive(cc: ClusterClock, identity: str, numbers: Iterable[int]) -> None:

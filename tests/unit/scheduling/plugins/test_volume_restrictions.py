@@ -134,7 +134,7 @@ def test_conflict_reason_by_version(
     n = node_with(holder)
     handle = FakeHandle(nodes=[n])
     handle.fake_gates = FeatureGates.for_version(Version(1, minor))
-    pl = volume_restrictions.new(None, handle)
+    pl = volume_restrictions.new({}, handle)
     state = CycleState()
     p = pod("p", "rwop")
     assert pl.pre_filter(state, p, [n])[1].code is Code.SUCCESS
