@@ -29,12 +29,8 @@ from kemu.testing.scenarios import SHUTDOWN_ANNOTATION
 CLOCK_START: Final = "2030-01-01T00:00:00Z"
 NODE_PREFIX: Final = "node"
 NAMESPACE: Final = "default"
-SHUTDOWNS: Final = ("0s", "350ms", "1700ms", "2450ms", "3900ms")
-"""The victims' shutdown durations: never a whole second apart, nor from a preemptor's
-attempt at the start, so that no victim goes at the instant a timer of the scheduler (a
-backoff's end: 1 s, 2 s, ... after an attempt; the queue's flushes on a 1 s grid) falls due.
-Timers of two processes due at one instant are not ordered yet (docs/virtual-time.md: the
-kubelet's termination and the scheduler's backoff flush race in wall time at that instant)."""
+SHUTDOWNS: Final = ("0s", "350ms", "1s", "2500ms", "4s", "never")
+"""The victims' shutdown durations ("never": killed at the end of the grace period)."""
 
 
 class Writes(enum.Enum):
@@ -94,8 +90,8 @@ class PreemptionScenario:
     ) -> PreemptionScenario:
         """A scenario drawn from `rng`: `nodes` and `preemptors` are inclusive ranges of
         their counts. Each node is filled with victims (1 to 3 of them, sizes that add up to
-        the node), priorities 1..5 (some equal), shutdown durations of SHUTDOWNS within
-        grace periods of 4..6 s; each preemptor asks for 0.5..1 node at priority 100..102."""
+        the node), priorities 1..5 (some equal), shutdown durations of SHUTDOWNS, grace
+        periods of 1..5 s; each preemptor asks for 0.5..1 node at priority 100..102."""
         # (priorities drawn, then sorted: a later write never goes before an earlier one in
         # the scheduling queue, so that a burst too is repeatable)
         node_count = rng.randint(*nodes)
@@ -112,7 +108,7 @@ class PreemptionScenario:
                         milli_cpu=size,
                         priority=rng.randint(1, 5),
                         shutdown=shutdown,
-                        grace_seconds=rng.randint(4, 6),
+                        grace_seconds=rng.randint(1, 5),
                     )
                 )
             del n
