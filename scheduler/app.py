@@ -16,7 +16,7 @@ import gc
 import logging
 import random
 import socket
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -25,6 +25,7 @@ from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
 from kemu.client.client import sibling_of
+from kemu.client.clock import ClockSteps
 from kemu.client.comparer import CacheComparer, informer_sources, serve_informers
 from kemu.client.controlplane import Elected, component_client, run_elected
 from kemu.client.events import EventApi, EventRecorder
@@ -286,10 +287,13 @@ def new_queue(
     clock: Clock,
     observer: CycleObserver = NO_OBSERVER,
     pod_groups: PodGroupQueueing | None = None,
+    settle: Callable[[], Awaitable[None]] | None = None,
 ) -> PriorityQueue:
     """The scheduling queue, sorted by the first profile's QueueSort, gated and hinted by
     every profile's plugins; the profiles' nominator and activator. `pod_groups`: 1.37's
-    pod-group entities (scheduler.queue.pod_group_entity)."""
+    pod-group entities (scheduler.queue.pod_group_entity); `settle`: what a pop waits for
+    first (a scheduling cycle is a step of the cluster at one virtual instant:
+    kemu.client.clock.ClockSteps)."""
     first = next(iter(frameworks.values()))
     queue = PriorityQueue(
         clock=clock,
@@ -309,6 +313,7 @@ def new_queue(
         pod_lister=informers.pods.lister,
         pod_info_factory=cache.pod_info,
         pod_groups=pod_groups,
+        settle=settle,
     )
     for fwk in frameworks.values():
         fwk.set_nominator(queue.nominator)
@@ -349,6 +354,7 @@ async def serve(client: ApiClient, settings: SchedulerSettings, ctx: ComponentCo
         decisions = DecisionLog()
         observer = DecisionRecorder(decisions, ctx.clock)
         ctx.add_debug_handler(DECISIONS_DEBUG_HANDLER, decisions.report)
+    steps = ClockSteps()  # (taken at once unless in a clock session)
     queue = new_queue(
         settings.config,
         frameworks,
@@ -358,6 +364,7 @@ async def serve(client: ApiClient, settings: SchedulerSettings, ctx: ComponentCo
         ctx.clock,
         observer,
         pod_group_queueing(pod_groups, ctx.gates.version),
+        steps.take,
     )
     handlers = EventHandlers(
         cache=cache,
@@ -424,6 +431,7 @@ async def serve(client: ApiClient, settings: SchedulerSettings, ctx: ComponentCo
             elected=Elected(),
             # (a standby's informers run too, once its watches carry its clock identity)
             on_clock=functools.partial(informers.factory.start, tg),
+            steps=steps,
         )
         tg.cancel_scope.cancel()
 

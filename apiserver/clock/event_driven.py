@@ -58,10 +58,16 @@ class EventDriven:
         process holds (or to the end of an advance, and hold there)."""
         while True:
             segment = self._clock.segment
-            if segment is None or not segment.event_driven:
-                await self._clock.next_change().wait()
+            held = segment is not None and segment.rate == 0
+            if segment is None or not (
+                segment.event_driven or (held and self._sessions.waiting_steps())
+            ):
+                await _first_of(self._clock.next_change(), self._sessions.next_step())
                 continue
             if self._peers.others:
+                # (no order among the steps: every one taken at once)
+                for session in self._sessions.waiting_steps():
+                    self._sessions.release(session, session.report.step)
                 # (set at max before another apiserver came: none of them drives; the
                 # clock holds until the rate is changed or the others are gone)
                 if not self._warned_others:
@@ -71,11 +77,16 @@ class EventDriven:
                         self._peers.others,
                     )
                     self._warned_others = True
-                await anyio.sleep(_IDLE_RECHECK)
+                with anyio.move_on_after(_IDLE_RECHECK):
+                    await self._sessions.next_step().wait()
                 continue
             self._warned_others = False
             quiet, deadline = await self.quiescence()
             if not quiet:
+                continue
+            if await self._release_step():
+                continue
+            if not segment.event_driven:
                 continue
             try:
                 await self._step(segment, deadline)
@@ -84,6 +95,19 @@ class EventDriven:
                 # holds where it is, and the next quiescence moves it
                 logger.warning("event-driven clock: %s; trying again", e)
                 await anyio.sleep(WATCH_RETRY)
+
+    async def _release_step(self) -> bool:
+        """The cluster being quiescent: lets the first process waiting to take a step take
+        it (the order rule at one instant, docs/virtual-time.md: one step of the cluster at
+        a time, the processes in the order of their component and identity); False when
+        none waits."""
+        waiting = sorted(self._sessions.waiting_steps(), key=lambda s: (s.component, s.identity))
+        if not waiting:
+            return False
+        session = waiting[0]
+        if not self._sessions.release(session, session.report.step):
+            await anyio.sleep(_SETTLE)
+        return True
 
     async def _step(self, segment: ClockSegment, deadline: float | None) -> None:
         """One move of the event-driven clock, the cluster being quiescent with its earliest
@@ -223,3 +247,15 @@ def _peer_calls_square(latest: dict[Session, clock_pb2.ClockReport]) -> bool:
         for s, answer in latest.items()
         if answer.peer_calls_sent or s.identity in received
     )
+
+
+async def _first_of(*events: anyio.Event) -> None:
+    """Returns once one of `events` is set."""
+    async with anyio.create_task_group() as tg:
+
+        async def wait(event: anyio.Event) -> None:
+            await event.wait()
+            tg.cancel_scope.cancel()
+
+        for event in events:
+            tg.start_soon(wait, event)

@@ -62,6 +62,7 @@ class Sessions:
         self._answered = anyio.Event()
         self._ended = False
         self._expected: dict[str, float] = {}  # boot token -> wall deadline
+        self._stepped = anyio.Event()
 
     async def serve(
         self,
@@ -85,6 +86,9 @@ class Sessions:
                 session.report = report
                 if report.probe:
                     self.answer(session, report)
+                if report.step:
+                    stepped, self._stepped = self._stepped, anyio.Event()
+                    stepped.set()
             tg.cancel_scope.cancel()  # the component closed its side
 
         async def segments() -> None:
@@ -140,6 +144,24 @@ class Sessions:
                     token,
                 )
         return bool(self._expected)
+
+    def next_step(self) -> anyio.Event:
+        """Set when a session next reports a step it waits to take."""
+        return self._stepped
+
+    def waiting_steps(self) -> list[Session]:
+        """The sessions whose last report waits to take a step."""
+        return [s for s in self.live.values() if s.report.step]
+
+    def release(self, session: Session, step: int) -> bool:
+        """Lets `session` take its step `step` (False: its queue is full, or it has ended)."""
+        try:
+            session.outbound.send_nowait(clock_pb2.ClockUpdate(release=step))
+        except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            return False
+        # (its next report says whether it took it: until then it is not waiting)
+        session.report.step = 0
+        return True
 
     def end(self) -> None:
         """On shutdown: ends every session and refuses new ones (Unavailable), as the

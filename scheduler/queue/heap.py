@@ -3,10 +3,19 @@
 The scheduling queue keeps pods in heaps ordered by a caller's `less` (activeQ: the profile's
 QueueSort; backoffQ: backoff expiry) and must also find, update and remove a pod by its key when
 an informer event arrives; `heapq` alone cannot do the last two in O(log n).
+
+Items that `less` does not order (neither is less than the other) come out in the order they
+were added (an update keeps an item's place among them). Upstream's heap leaves such ties to
+its sift history, and ties are rare there: the activeQ's QueueSort compares timestamps taken
+in nanoseconds of real time, so the pod added first is first. In virtual time every pod added
+at one instant has the same timestamp, and a tie left to the heap's history depends on when
+the pops came between the adds (wall time): issue #58 item 6, the order rule in
+docs/virtual-time.md. Adding order is what the real clock's timestamps would have said.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
@@ -16,7 +25,7 @@ T = TypeVar("T")
 class KeyedHeap(Generic[T]):
     """Items ordered by `less` (the head is the item no other is less than), one per key."""
 
-    __slots__ = ("_index", "_items", "_key", "_keys", "_less")
+    __slots__ = ("_added", "_index", "_items", "_key", "_keys", "_less", "_order")
 
     def __init__(self, key: Callable[[T], str], less: Callable[[T, T], bool]) -> None:
         self._key = key
@@ -26,6 +35,9 @@ class KeyedHeap(Generic[T]):
         # (a pod's key is a new string each time it is asked for).
         self._keys: list[str] = []
         self._index: dict[str, int] = {}
+        # Each item's place in adding order, at the item's position: the tie-break.
+        self._order: list[int] = []
+        self._added = itertools.count()
 
     def __len__(self) -> int:
         return len(self._items)
@@ -51,6 +63,7 @@ class KeyedHeap(Generic[T]):
         if i is None:
             self._items.append(item)
             self._keys.append(key)
+            self._order.append(next(self._added))
             self._index[key] = len(self._items) - 1
             self._up(len(self._items) - 1)
         else:
@@ -73,6 +86,7 @@ class KeyedHeap(Generic[T]):
         if i != last:
             self._swap(i, last)
         item = self._items.pop()
+        self._order.pop()
         del self._index[self._keys.pop()]
         if i < len(self._items):
             self._fix(i)
@@ -83,16 +97,24 @@ class KeyedHeap(Generic[T]):
             self._up(i)
 
     def _swap(self, i: int, j: int) -> None:
-        items, keys = self._items, self._keys
+        items, keys, order = self._items, self._keys, self._order
         items[i], items[j] = items[j], items[i]
         keys[i], keys[j] = keys[j], keys[i]
+        order[i], order[j] = order[j], order[i]
         self._index[keys[i]] = i
         self._index[keys[j]] = j
+
+    def _before(self, i: int, j: int) -> bool:
+        """The item at `i` comes out before the one at `j`: `less`, then adding order."""
+        a, b = self._items[i], self._items[j]
+        if self._less(a, b):
+            return True
+        return not self._less(b, a) and self._order[i] < self._order[j]
 
     def _up(self, i: int) -> None:
         while i > 0:
             parent = (i - 1) // 2
-            if not self._less(self._items[i], self._items[parent]):
+            if not self._before(i, parent):
                 break
             self._swap(i, parent)
             i = parent
@@ -106,9 +128,9 @@ class KeyedHeap(Generic[T]):
                 break
             child = left
             right = left + 1
-            if right < n and self._less(self._items[right], self._items[left]):
+            if right < n and self._before(right, left):
                 child = right
-            if not self._less(self._items[child], self._items[i]):
+            if not self._before(child, i):
                 break
             self._swap(i, child)
             i = child

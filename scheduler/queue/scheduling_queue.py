@@ -29,7 +29,7 @@ from __future__ import annotations
 import enum
 import functools
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -164,8 +164,10 @@ class PriorityQueue:
         pod_info_factory: Callable[[types_pb2.Pod], PodInfo] = PodInfo,
         metrics: QueueMetricsSink | None = None,
         pod_groups: PodGroupQueueing | None = None,
+        settle: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._clock = clock
+        self._settle = settle
         # 1.37's pod-group entities (pod_group_entity.py): which pods are members, the
         # PodGroups observed (upstream's queue workloadForest), the group in flight (upstream's
         # last popped entity), the members that arrived (or came back) while it was (upstream
@@ -382,6 +384,13 @@ class PriorityQueue:
                 await self._wakeup.wait()
             if self._closed:
                 return None
+            if self._settle is not None:
+                # (a cycle at one virtual instant is a step of the cluster: the work every
+                # process has, the reactions to the last cycle included, goes first;
+                # docs/virtual-time.md)
+                await self._settle()
+                if self._closed or not self._has_poppable():
+                    continue
             if len(self._active):
                 qpi = self._active.pop()
             else:

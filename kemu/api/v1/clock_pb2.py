@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17kemu/api/v1/clock.proto\x12\x0bkemu.api.v1\"\x86\x01\n\x0c\x43lockSegment\x12\x11\n\tbase_wall\x18\x01 \x01(\x01\x12\x14\n\x0c\x62\x61se_virtual\x18\x02 \x01(\x01\x12\x0c\n\x04rate\x18\x03 \x01(\x01\x12\x12\n\ngeneration\x18\x04 \x01(\x03\x12\x14\n\x0c\x65vent_driven\x18\x05 \x01(\x08\x12\x15\n\radvance_until\x18\x06 \x01(\x01\"[\n\x0b\x43lockUpdate\x12*\n\x07segment\x18\x01 \x01(\x0b\x32\x19.kemu.api.v1.ClockSegment\x12\r\n\x05probe\x18\x02 \x01(\x03\x12\x11\n\tapiserver\x18\x03 \x01(\t\"\xbb\x05\n\x0b\x43lockReport\x12\x11\n\tcomponent\x18\x01 \x01(\t\x12\x10\n\x08identity\x18\x02 \x01(\t\x12\x0e\n\x06timers\x18\x03 \x01(\x05\x12\x15\n\rnext_deadline\x18\x04 \x01(\x01\x12\r\n\x05probe\x18\x05 \x01(\x03\x12\x0c\n\x04idle\x18\x06 \x01(\x08\x12\x17\n\x0f\x65vents_received\x18\x07 \x01(\x03\x12\x15\n\rrequests_sent\x18\x08 \x01(\x03\x12\x17\n\x0fpeer_calls_sent\x18\t \x01(\x03\x12L\n\x13peer_calls_received\x18\n \x03(\x0b\x32/.kemu.api.v1.ClockReport.PeerCallsReceivedEntry\x12\x12\n\nboot_token\x18\x0b \x01(\t\x12\r\n\x05ready\x18\x0c \x01(\x08\x12\x1a\n\x12requests_abandoned\x18\r \x01(\x03\x12\x1c\n\x14peer_calls_abandoned\x18\x0e \x01(\x03\x12\x44\n\x0fpeer_calls_last\x18\x0f \x03(\x0b\x32+.kemu.api.v1.ClockReport.PeerCallsLastEntry\x12\x46\n\x10peer_calls_first\x18\x10 \x03(\x0b\x32,.kemu.api.v1.ClockReport.PeerCallsFirstEntry\x12\x1a\n\x12requests_in_flight\x18\x11 \x01(\x03\x1a\x38\n\x16PeerCallsReceivedEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\x1a\x34\n\x12PeerCallsLastEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\x1a\x35\n\x13PeerCallsFirstEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"\x0e\n\x0c\x43lockRequest\"\x90\x01\n\x0b\x43lockStatus\x12\x0c\n\x04mode\x18\x01 \x01(\t\x12\x0b\n\x03now\x18\x02 \x01(\x01\x12*\n\x07segment\x18\x03 \x01(\x0b\x32\x19.kemu.api.v1.ClockSegment\x12\x0e\n\x06timers\x18\x04 \x01(\x05\x12*\n\x08sessions\x18\x05 \x03(\x0b\x32\x18.kemu.api.v1.ClockReport\"0\n\x13SetClockRateRequest\x12\x0c\n\x04rate\x18\x01 \x01(\x01\x12\x0b\n\x03max\x18\x02 \x01(\x08\"&\n\x13\x41\x64vanceClockRequest\x12\x0f\n\x07seconds\x18\x01 \x01(\x01\"D\n\x19\x45xpectClockSessionRequest\x12\x12\n\nboot_token\x18\x01 \x01(\t\x12\x13\n\x0bttl_seconds\x18\x02 \x01(\x01\x32\x80\x03\n\x05\x43lock\x12?\n\x08GetClock\x12\x19.kemu.api.v1.ClockRequest\x1a\x18.kemu.api.v1.ClockStatus\x12J\n\x0cSetClockRate\x12 .kemu.api.v1.SetClockRateRequest\x1a\x18.kemu.api.v1.ClockStatus\x12J\n\x0c\x41\x64vanceClock\x12 .kemu.api.v1.AdvanceClockRequest\x1a\x18.kemu.api.v1.ClockStatus\x12\x46\n\x0c\x43lockSession\x12\x18.kemu.api.v1.ClockReport\x1a\x18.kemu.api.v1.ClockUpdate(\x01\x30\x01\x12V\n\x12\x45xpectClockSession\x12&.kemu.api.v1.ExpectClockSessionRequest\x1a\x18.kemu.api.v1.ClockStatusb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17kemu/api/v1/clock.proto\x12\x0bkemu.api.v1\"\x86\x01\n\x0c\x43lockSegment\x12\x11\n\tbase_wall\x18\x01 \x01(\x01\x12\x14\n\x0c\x62\x61se_virtual\x18\x02 \x01(\x01\x12\x0c\n\x04rate\x18\x03 \x01(\x01\x12\x12\n\ngeneration\x18\x04 \x01(\x03\x12\x14\n\x0c\x65vent_driven\x18\x05 \x01(\x08\x12\x15\n\radvance_until\x18\x06 \x01(\x01\"l\n\x0b\x43lockUpdate\x12*\n\x07segment\x18\x01 \x01(\x0b\x32\x19.kemu.api.v1.ClockSegment\x12\r\n\x05probe\x18\x02 \x01(\x03\x12\x11\n\tapiserver\x18\x03 \x01(\t\x12\x0f\n\x07release\x18\x04 \x01(\x03\"\xc9\x05\n\x0b\x43lockReport\x12\x11\n\tcomponent\x18\x01 \x01(\t\x12\x10\n\x08identity\x18\x02 \x01(\t\x12\x0e\n\x06timers\x18\x03 \x01(\x05\x12\x15\n\rnext_deadline\x18\x04 \x01(\x01\x12\r\n\x05probe\x18\x05 \x01(\x03\x12\x0c\n\x04idle\x18\x06 \x01(\x08\x12\x17\n\x0f\x65vents_received\x18\x07 \x01(\x03\x12\x15\n\rrequests_sent\x18\x08 \x01(\x03\x12\x17\n\x0fpeer_calls_sent\x18\t \x01(\x03\x12L\n\x13peer_calls_received\x18\n \x03(\x0b\x32/.kemu.api.v1.ClockReport.PeerCallsReceivedEntry\x12\x12\n\nboot_token\x18\x0b \x01(\t\x12\r\n\x05ready\x18\x0c \x01(\x08\x12\x1a\n\x12requests_abandoned\x18\r \x01(\x03\x12\x1c\n\x14peer_calls_abandoned\x18\x0e \x01(\x03\x12\x44\n\x0fpeer_calls_last\x18\x0f \x03(\x0b\x32+.kemu.api.v1.ClockReport.PeerCallsLastEntry\x12\x46\n\x10peer_calls_first\x18\x10 \x03(\x0b\x32,.kemu.api.v1.ClockReport.PeerCallsFirstEntry\x12\x1a\n\x12requests_in_flight\x18\x11 \x01(\x03\x12\x0c\n\x04step\x18\x12 \x01(\x03\x1a\x38\n\x16PeerCallsReceivedEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\x1a\x34\n\x12PeerCallsLastEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\x1a\x35\n\x13PeerCallsFirstEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"\x0e\n\x0c\x43lockRequest\"\x90\x01\n\x0b\x43lockStatus\x12\x0c\n\x04mode\x18\x01 \x01(\t\x12\x0b\n\x03now\x18\x02 \x01(\x01\x12*\n\x07segment\x18\x03 \x01(\x0b\x32\x19.kemu.api.v1.ClockSegment\x12\x0e\n\x06timers\x18\x04 \x01(\x05\x12*\n\x08sessions\x18\x05 \x03(\x0b\x32\x18.kemu.api.v1.ClockReport\"0\n\x13SetClockRateRequest\x12\x0c\n\x04rate\x18\x01 \x01(\x01\x12\x0b\n\x03max\x18\x02 \x01(\x08\"&\n\x13\x41\x64vanceClockRequest\x12\x0f\n\x07seconds\x18\x01 \x01(\x01\"D\n\x19\x45xpectClockSessionRequest\x12\x12\n\nboot_token\x18\x01 \x01(\t\x12\x13\n\x0bttl_seconds\x18\x02 \x01(\x01\x32\x80\x03\n\x05\x43lock\x12?\n\x08GetClock\x12\x19.kemu.api.v1.ClockRequest\x1a\x18.kemu.api.v1.ClockStatus\x12J\n\x0cSetClockRate\x12 .kemu.api.v1.SetClockRateRequest\x1a\x18.kemu.api.v1.ClockStatus\x12J\n\x0c\x41\x64vanceClock\x12 .kemu.api.v1.AdvanceClockRequest\x1a\x18.kemu.api.v1.ClockStatus\x12\x46\n\x0c\x43lockSession\x12\x18.kemu.api.v1.ClockReport\x1a\x18.kemu.api.v1.ClockUpdate(\x01\x30\x01\x12V\n\x12\x45xpectClockSession\x12&.kemu.api.v1.ExpectClockSessionRequest\x1a\x18.kemu.api.v1.ClockStatusb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -40,25 +40,25 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CLOCKSEGMENT']._serialized_start=41
   _globals['_CLOCKSEGMENT']._serialized_end=175
   _globals['_CLOCKUPDATE']._serialized_start=177
-  _globals['_CLOCKUPDATE']._serialized_end=268
-  _globals['_CLOCKREPORT']._serialized_start=271
-  _globals['_CLOCKREPORT']._serialized_end=970
-  _globals['_CLOCKREPORT_PEERCALLSRECEIVEDENTRY']._serialized_start=805
-  _globals['_CLOCKREPORT_PEERCALLSRECEIVEDENTRY']._serialized_end=861
-  _globals['_CLOCKREPORT_PEERCALLSLASTENTRY']._serialized_start=863
-  _globals['_CLOCKREPORT_PEERCALLSLASTENTRY']._serialized_end=915
-  _globals['_CLOCKREPORT_PEERCALLSFIRSTENTRY']._serialized_start=917
-  _globals['_CLOCKREPORT_PEERCALLSFIRSTENTRY']._serialized_end=970
-  _globals['_CLOCKREQUEST']._serialized_start=972
-  _globals['_CLOCKREQUEST']._serialized_end=986
-  _globals['_CLOCKSTATUS']._serialized_start=989
-  _globals['_CLOCKSTATUS']._serialized_end=1133
-  _globals['_SETCLOCKRATEREQUEST']._serialized_start=1135
-  _globals['_SETCLOCKRATEREQUEST']._serialized_end=1183
-  _globals['_ADVANCECLOCKREQUEST']._serialized_start=1185
-  _globals['_ADVANCECLOCKREQUEST']._serialized_end=1223
-  _globals['_EXPECTCLOCKSESSIONREQUEST']._serialized_start=1225
-  _globals['_EXPECTCLOCKSESSIONREQUEST']._serialized_end=1293
-  _globals['_CLOCK']._serialized_start=1296
-  _globals['_CLOCK']._serialized_end=1680
+  _globals['_CLOCKUPDATE']._serialized_end=285
+  _globals['_CLOCKREPORT']._serialized_start=288
+  _globals['_CLOCKREPORT']._serialized_end=1001
+  _globals['_CLOCKREPORT_PEERCALLSRECEIVEDENTRY']._serialized_start=836
+  _globals['_CLOCKREPORT_PEERCALLSRECEIVEDENTRY']._serialized_end=892
+  _globals['_CLOCKREPORT_PEERCALLSLASTENTRY']._serialized_start=894
+  _globals['_CLOCKREPORT_PEERCALLSLASTENTRY']._serialized_end=946
+  _globals['_CLOCKREPORT_PEERCALLSFIRSTENTRY']._serialized_start=948
+  _globals['_CLOCKREPORT_PEERCALLSFIRSTENTRY']._serialized_end=1001
+  _globals['_CLOCKREQUEST']._serialized_start=1003
+  _globals['_CLOCKREQUEST']._serialized_end=1017
+  _globals['_CLOCKSTATUS']._serialized_start=1020
+  _globals['_CLOCKSTATUS']._serialized_end=1164
+  _globals['_SETCLOCKRATEREQUEST']._serialized_start=1166
+  _globals['_SETCLOCKRATEREQUEST']._serialized_end=1214
+  _globals['_ADVANCECLOCKREQUEST']._serialized_start=1216
+  _globals['_ADVANCECLOCKREQUEST']._serialized_end=1254
+  _globals['_EXPECTCLOCKSESSIONREQUEST']._serialized_start=1256
+  _globals['_EXPECTCLOCKSESSIONREQUEST']._serialized_end=1324
+  _globals['_CLOCK']._serialized_start=1327
+  _globals['_CLOCK']._serialized_end=1711
 # @@protoc_insertion_point(module_scope)

@@ -23,17 +23,19 @@ class ClockSegment(_message.Message):
     def __init__(self, base_wall: _Optional[float] = ..., base_virtual: _Optional[float] = ..., rate: _Optional[float] = ..., generation: _Optional[int] = ..., event_driven: _Optional[bool] = ..., advance_until: _Optional[float] = ...) -> None: ...
 
 class ClockUpdate(_message.Message):
-    __slots__ = ("segment", "probe", "apiserver")
+    __slots__ = ("segment", "probe", "apiserver", "release")
     SEGMENT_FIELD_NUMBER: _ClassVar[int]
     PROBE_FIELD_NUMBER: _ClassVar[int]
     APISERVER_FIELD_NUMBER: _ClassVar[int]
+    RELEASE_FIELD_NUMBER: _ClassVar[int]
     segment: ClockSegment
     probe: int
     apiserver: str
-    def __init__(self, segment: _Optional[_Union[ClockSegment, _Mapping]] = ..., probe: _Optional[int] = ..., apiserver: _Optional[str] = ...) -> None: ...
+    release: int
+    def __init__(self, segment: _Optional[_Union[ClockSegment, _Mapping]] = ..., probe: _Optional[int] = ..., apiserver: _Optional[str] = ..., release: _Optional[int] = ...) -> None: ...
 
 class ClockReport(_message.Message):
-    __slots__ = ("component", "identity", "timers", "next_deadline", "probe", "idle", "events_received", "requests_sent", "peer_calls_sent", "peer_calls_received", "boot_token", "ready", "requests_abandoned", "peer_calls_abandoned", "peer_calls_last", "peer_calls_first", "requests_in_flight")
+    __slots__ = ("component", "identity", "timers", "next_deadline", "probe", "idle", "events_received", "requests_sent", "peer_calls_sent", "peer_calls_received", "boot_token", "ready", "requests_abandoned", "peer_calls_abandoned", "peer_calls_last", "peer_calls_first", "requests_in_flight", "step")
     class PeerCallsReceivedEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -72,6 +74,7 @@ class ClockReport(_message.Message):
     PEER_CALLS_LAST_FIELD_NUMBER: _ClassVar[int]
     PEER_CALLS_FIRST_FIELD_NUMBER: _ClassVar[int]
     REQUESTS_IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
     component: str
     identity: str
     timers: int
@@ -89,7 +92,8 @@ class ClockReport(_message.Message):
     peer_calls_last: _containers.ScalarMap[str, int]
     peer_calls_first: _containers.ScalarMap[str, int]
     requests_in_flight: int
-    def __init__(self, component: _Optional[str] = ..., identity: _Optional[str] = ..., timers: _Optional[int] = ..., next_deadline: _Optional[float] = ..., probe: _Optional[int] = ..., idle: _Optional[bool] = ..., events_received: _Optional[int] = ..., requests_sent: _Optional[int] = ..., peer_calls_sent: _Optional[int] = ..., peer_calls_received: _Optional[_Mapping[str, int]] = ..., boot_token: _Optional[str] = ..., ready: _Optional[bool] = ..., requests_abandoned: _Optional[int] = ..., peer_calls_abandoned: _Optional[int] = ..., peer_calls_last: _Optional[_Mapping[str, int]] = ..., peer_calls_first: _Optional[_Mapping[str, int]] = ..., requests_in_flight: _Optional[int] = ...) -> None: ...
+    step: int
+    def __init__(self, component: _Optional[str] = ..., identity: _Optional[str] = ..., timers: _Optional[int] = ..., next_deadline: _Optional[float] = ..., probe: _Optional[int] = ..., idle: _Optional[bool] = ..., events_received: _Optional[int] = ..., requests_sent: _Optional[int] = ..., peer_calls_sent: _Optional[int] = ..., peer_calls_received: _Optional[_Mapping[str, int]] = ..., boot_token: _Optional[str] = ..., ready: _Optional[bool] = ..., requests_abandoned: _Optional[int] = ..., peer_calls_abandoned: _Optional[int] = ..., peer_calls_last: _Optional[_Mapping[str, int]] = ..., peer_calls_first: _Optional[_Mapping[str, int]] = ..., requests_in_flight: _Optional[int] = ..., step: _Optional[int] = ...) -> None: ...
 
 class ClockRequest(_message.Message):
     __slots__ = ()

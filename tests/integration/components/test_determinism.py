@@ -1,7 +1,13 @@
-"""Determinism in virtual time (issue #30 item 5): the same seeded scenario, run twice on fresh
-clusters on the event-driven clock, gives the same node for every pod, the same victims, the
-same nominatedNodeName transitions and the same virtual binding times to the millisecond
-(kemu.testing.digest); a changed scenario gives another digest.
+"""Determinism in virtual time (issue #30 item 5, issue #58 item 6): the same seeded scenario,
+run twice on fresh clusters on the event-driven clock, gives the same node for every pod, the
+same victims, the same nominatedNodeName transitions and the same virtual binding times to the
+millisecond (kemu.testing.digest); a changed scenario gives another digest.
+
+Three shapes: preemption and the autoscaler together (below); issue #58's, ten preemptors of
+one priority created back to back at one instant against four full nodes whose victims
+terminate over seconds; and random preemption scenarios drawn from a seed
+(kemu.testing.determinism; replay a failure with the KEMU_TEST_SEED it prints): two in
+make test, eight in make test-long.
 
 The scenario is preemption and the autoscaler together: a cloud group of 2-cpu nodes (one
 from the start, three at most) under the autoscaler at upstream's default timers, three
@@ -15,6 +21,7 @@ with the cluster's reactions to each other (docs/virtual-time.md).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import anyio.to_thread
@@ -25,7 +32,15 @@ from kemu.machinery.virtual_time import ClockMode
 from kemu.testing.builders import PriorityClassBuilder, make_pod
 from kemu.testing.cluster import Cluster
 from kemu.testing.cluster_time import START_SECONDS
+from kemu.testing.determinism import (
+    PreemptionScenario,
+    Preemptor,
+    Victim,
+    Writes,
+    run_scenario,
+)
 from kemu.testing.digest import RunRecorder
+from kemu.testing.rand import SeededRandom
 from kemu.testing.scenarios import SHUTDOWN_ANNOTATION
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
@@ -103,3 +118,119 @@ async def test_a_preemption_and_autoscaler_scenario_run_twice_gives_one_digest(
     changed = await _run(tmp_path / "changed", high_after=75)
     assert changed.digest() != first.digest()
     assert changed.summary()["default/high-0"]["bound_at_ms"] == high["bound_at_ms"] + 15_000
+
+
+ISSUE_58 = PreemptionScenario(
+    nodes=4,
+    node_milli_cpu=2000,
+    # two victims of 1 cpu on each node (placed in this order), priorities 1..3, their
+    # containers exiting 1 s, 2.5 s, 4 s after SIGTERM or never (killed at the 3 s grace period)
+    victims=tuple(
+        Victim(
+            name=f"victim-{i}",
+            milli_cpu=1000,
+            priority=1 + (i // 2 + i % 2) % 3,
+            shutdown=("1s", "2500ms", "4s", "never")[(i // 2 + i % 2) % 4],
+            grace_seconds=3,
+        )
+        for i in range(8)
+    ),
+    preemptors=tuple(Preemptor(f"preemptor-{i}", 1000, 100) for i in range(10)),
+    seed=7,
+    preemptor_writes=Writes.BURST,
+)
+
+
+async def test_ten_preemptors_at_one_instant_against_full_nodes_run_twice_give_one_digest(
+    tmp_path: Path,
+) -> None:
+    """Issue #58 item 6: the ten preemptors, queued at one virtual instant, have one
+    timestamp; the scheduling queue's heap chose among them by its sift history (when the
+    pops came between the arrivals: wall time), and four of ten were nominated and bound to
+    other nodes the second time."""
+    first = await run_scenario(tmp_path / "first", ISSUE_58)
+    second = await run_scenario(tmp_path / "second", ISSUE_58)
+    assert first.summary() == second.summary()
+    pods = first.summary()
+    # The scenario preempts: every victim goes, eight preemptors are bound, after the grace
+    # period (the victims that ignore SIGTERM are killed then).
+    assert all(pods[f"default/victim-{i}"]["preempted"] for i in range(8))
+    bound = [p for name, p in pods.items() if "preemptor" in name and p["node"]]
+    assert len(bound) == 8
+    assert all(p["nominated"] == [p["node"], ""] for p in bound)
+
+
+# Drawn by the long suite's generator (KEMU_TEST_SEED=1077974747, its first scenario): two
+# runs of it differed one time in two before a scheduling cycle was a step of the cluster.
+STEPS = PreemptionScenario(
+    nodes=4,
+    node_milli_cpu=1000,
+    victims=(
+        Victim("victim-0", 1000, 3, "1s", 1),
+        Victim("victim-1", 1000, 3, "350ms", 1),
+        Victim("victim-2", 200, 1, "1s", 1),
+        Victim("victim-3", 800, 3, "4s", 5),
+        Victim("victim-4", 500, 3, "2500ms", 3),
+        Victim("victim-5", 500, 3, "never", 3),
+    ),
+    preemptors=(
+        Preemptor("preemptor-0", 500, 102),
+        Preemptor("preemptor-1", 1000, 102),
+        Preemptor("preemptor-2", 1000, 100),
+    ),
+    seed=1535359078,
+    preemptor_writes=Writes.BURST,
+    run_for=20.0,
+)
+
+
+async def test_victims_ending_at_the_instants_of_backoffs_run_three_times_give_one_digest(
+    tmp_path: Path,
+) -> None:
+    """Victims whose ends (1 s, grace periods of 1 s) fall at the instants the preemptors'
+    backoffs end: the kubelet's and the scheduler's work at one instant, and a scheduling
+    cycle that must wait for both (docs/virtual-time.md: a cycle is a step of the cluster)."""
+    runs = [await run_scenario(tmp_path / str(i), STEPS) for i in range(3)]
+    assert runs[0].summary() == runs[1].summary() == runs[2].summary()
+
+
+async def _each_twice(root: Path, scenarios: list[PreemptionScenario], seed: int) -> None:
+    for i, scenario in enumerate(scenarios):
+        first = await run_scenario(root / f"{i}-first", scenario)
+        second = await run_scenario(root / f"{i}-second", scenario)
+        assert first.summary() == second.summary(), (
+            f"scenario {i} of KEMU_TEST_SEED={seed} ran twice gave two outcomes: {scenario}"
+        )
+
+
+async def test_random_preemption_scenarios_run_twice_give_one_digest(
+    tmp_path: Path, rng: SeededRandom
+) -> None:
+    """Issue #58 item 6's property: any seeded scenario (nodes, pod sizes, priorities,
+    preemptors created at one instant, the victims' shutdown durations and grace periods)
+    gives one outcome. Two small ones in make test (about 40 s of wall time on 2 cores): the
+    preemptors of one written with the cluster settled after each, of the other back to
+    back."""
+    scenarios = [
+        # (20 virtual seconds: every victim is gone after 5, the preemptors' backoffs end)
+        replace(
+            PreemptionScenario.generate(rng, nodes=(2, 4), preemptors=(4, 8), preemptor_writes=w),
+            run_for=20.0,
+        )
+        for w in (Writes.SETTLED, Writes.BURST)
+    ]
+    await _each_twice(tmp_path, scenarios, rng.initial_seed)
+
+
+@pytest.mark.long  # more random scenarios: make test-long
+@pytest.mark.timeout(900)
+async def test_more_random_preemption_scenarios_run_twice_give_one_digest(
+    tmp_path: Path, rng: SeededRandom
+) -> None:
+    scenarios = [
+        PreemptionScenario.generate(
+            rng, nodes=(2, 5), preemptors=(3, 10), preemptor_writes=rng.choice(list(Writes))
+        )
+        for _ in range(8)
+    ]
+    await _each_twice(tmp_path, scenarios, rng.initial_seed)

@@ -4,6 +4,7 @@ nor is a call or an event between two processes that one side counted and the ot
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -425,3 +426,25 @@ async def test_a_jump_etcd_does_not_take_is_tried_again_at_the_next_quiescence()
         tg.cancel_scope.cancel()
     assert cc.clock.now() == target
     assert store.updates == 3  # the refused jump, the jump, the hold
+
+
+async def test_steps_are_released_one_at_a_time_in_the_order_of_component_and_identity() -> None:
+    """docs/virtual-time.md, the order rule at one instant: the cluster quiescent, the driver
+    lets one waiting step go (a scheduling cycle), whichever process asked first."""
+    cc = _cluster_clock()
+    sessions = []
+    for identity, component in (("b", "scheduler"), ("a", "scheduler"), ("c", "kubelet")):
+        send, receive = anyio.create_memory_object_stream[clock_pb2.ClockUpdate](8)
+        session = Session(send, identity=identity, component=component)
+        session.report = clock_pb2.ClockReport(identity=identity, component=component, step=5)
+        cc.sessions.live[len(cc.sessions.live)] = session
+        sessions.append((session, receive))
+    released = []
+    for _ in range(3):
+        assert await cc.driver._release_step()
+        for session, receive in sessions:
+            with contextlib.suppress(anyio.WouldBlock):
+                update = receive.receive_nowait()
+                released.append((session.component, session.identity, update.release))
+    assert released == [("kubelet", "c", 5), ("scheduler", "a", 5), ("scheduler", "b", 5)]
+    assert not await cc.driver._release_step()  # none waits: the clock may jump

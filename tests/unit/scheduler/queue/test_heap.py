@@ -48,3 +48,28 @@ def test_get_peek_and_contains() -> None:
     assert heap.peek() == ("a", 1)
     with pytest.raises(IndexError):
         _heap().pop()
+
+
+def test_ties_come_out_in_adding_order_whatever_the_pops_between() -> None:
+    """Issue #58 item 6: in virtual time pods added at one instant have one timestamp; which
+    comes out first must not depend on when pops came between the adds (wall time), nor on an
+    update (it keeps its place among its equals)."""
+    seed = random.randrange(1 << 30)
+    rng = random.Random(seed)
+    heap = _heap()
+    reference: dict[str, tuple[int, int]] = {}  # key -> (value, adding order)
+    for i in range(300):
+        op = rng.random()
+        if op < 0.5:
+            key = f"k{i}"
+            value = rng.choice((1, 2))
+            heap.add_or_update((key, value))
+            reference[key] = (value, i)
+        elif op < 0.7 and reference:
+            key = rng.choice(sorted(reference))
+            heap.add_or_update((key, reference[key][0]))
+        elif reference:
+            head = heap.pop()[0]
+            expected = min(reference, key=lambda k: reference[k])
+            assert head == expected, f"seed {seed}"
+            del reference[head]
