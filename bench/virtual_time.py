@@ -47,6 +47,7 @@ from kemu.machinery.errors import ApiError
 from kemu.machinery.virtual_time import ClockMode
 from kemu.testing.builders import make_pod
 from kemu.testing.cluster import Cluster
+from kemu.testing.cluster_time import START_SECONDS
 from kemu.testing.eventually import eventually
 from kemu.testing.processes import ProcessStartError
 
@@ -150,6 +151,11 @@ async def _hold_clock(server: str) -> None:
         await client.set_clock_rate(0)
 
 
+async def _give_start_time(server: str) -> None:
+    async with Client(server) as client:
+        await client.advance_clock(START_SECONDS)
+
+
 @contextmanager
 def _virtual_cluster(phase: str, r: Result) -> Iterator[Cluster]:
     """A fresh cluster in virtual time with etcd, the apiserver, the controller-manager and
@@ -164,8 +170,12 @@ def _virtual_cluster(phase: str, r: Result) -> Iterator[Cluster]:
             # The components start while the clock holds (docs/virtual-time.md's rule: one
             # phase for all their timers, e.g. the two leader leases renewed at one instant).
             anyio.run(_hold_clock, cluster.server)
-            cluster.start_controllermanager()
+            # (the controller-manager's first lists pass its rate limiter's burst: it needs
+            # START_SECONDS of the clock to start)
+            cluster.start_controllermanager(wait=False)
             cluster.start_scheduler()
+            anyio.run(_give_start_time, cluster.server)
+            cluster.wait_ready("controllermanager")
             yield cluster
         except (ProcessStartError, RuntimeError, TimeoutError, ApiError, AssertionError) as e:
             r.errors.append(f"{phase}: {type(e).__name__}: {e}")
@@ -180,7 +190,9 @@ def run(opts: Options) -> Result:
     if opts.only in ("", "autoscaler"):
         with _virtual_cluster("autoscaler", r) as cluster:
             cluster.start_cloud(AUTOSCALER_CLOUD, provision_delay="0s")
-            cluster.start_autoscaler(cluster.component("cloud"), scan_interval="10s")
+            cluster.start_autoscaler(cluster.component("cloud"), scan_interval="10s", wait=False)
+            anyio.run(_give_start_time, cluster.server)  # its lists pass its burst too
+            cluster.wait_ready("autoscaler")
             anyio.run(autoscaler_phase, cluster, r)
     return r
 

@@ -22,6 +22,7 @@ from kemu.machinery import convert, kinds
 from kemu.machinery.virtual_time import ClockMode
 from kemu.testing.builders import make_pod
 from kemu.testing.cluster import Cluster
+from kemu.testing.cluster_time import START_SECONDS
 from kemu.testing.processes import REPO_ROOT, python_env, python_module_argv, run_python_module
 from kemu.timeline.page import read_page
 from kemu.trace import files, simkube
@@ -297,8 +298,11 @@ async def test_a_recorded_kemu_cluster_replays(tmp_path: Path) -> None:
         async with Client(c.server) as client:
             await client.set_clock_rate(0)
             c.start_scheduler()
-            c.start_controllermanager()
+            # (its informers' first lists pass its rate limiter's burst: time to start)
+            c.start_controllermanager(wait=False)
             c.start_kubelet("n1")
+            await client.advance_clock(START_SECONDS)
+            c.wait_ready("controllermanager")
             await client.advance_clock(0)
             await client.create(types_pb2.Namespace(metadata=types_pb2.ObjectMeta(name="shop")))
             argv = python_module_argv(
