@@ -116,7 +116,12 @@ DEFERRED: Final = "Deferred"
 
 # Pods in these phases are not in the scheduler's informer (its field selector), so not in
 # its snapshot either.
-_PREEMPTED_MESSAGE: Final = re.compile(r"Preempted by pod (\S+) on node (\S+)")
+_PREEMPTED_MESSAGE: Final = re.compile(
+    r"Preempted by pod (\S+) on node (\S+)(?: \(in kube-scheduler memory\)\.)?"
+)
+"""From 1.36 a victim still in PreBind or waiting at Permit is preempted in the scheduler's
+memory, its event ending "(in kube-scheduler memory)." (kubernetes#135502, #135719): it was
+unbound when chosen, so (2) exempts it as any victim held at Permit."""
 # Watch errors after which the watch is resumed from the last resourceVersion (no gap).
 _RESUMABLE: Final = (Unavailable, Timeout, TooManyRequests)
 _BACKOFF_INITIAL: Final = 0.05

@@ -261,6 +261,19 @@ def test_3_malformed_preempted_message_is_reported():
     assert "not 'Preempted by pod <uid> on node <node>'" in violation
 
 
+def test_3_a_victim_preempted_in_the_schedulers_memory_is_no_violation():
+    """1.36+: a victim in PreBind (unbound when chosen) is cancelled in memory, not deleted,
+    its event ending "(in kube-scheduler memory)." (kubernetes#135502)."""
+    s = Story()
+    victim = s.create(make_pod("v").priority(1))
+    preemptor = s.create(high())
+    s.preempt(victim, preemptor, "n1")
+    s.events[0].message += " (in kube-scheduler memory)."
+    preemptor = s.nominate(preemptor, "n1")
+    s.bind(preemptor, "n1")
+    assert s.check() == []
+
+
 # ---------------------------------------------------------------- (4)
 
 
