@@ -16,7 +16,8 @@ Retry-After. Meanwhile this process:
 - samples the CPU of the apiserver and etcd.
 
 Reported: requests offered and served per second, the 429s the apiserver answered (its
-apiserver_dropped_requests_total), the outcome of every call, health probe latency p50/p99
+apiserver_flowcontrol_rejected_requests_total under priority and fairness, the default, or
+apiserver_dropped_requests_total with --enable-priority-and-fairness=false), the outcome of every call, health probe latency p50/p99
 and failures, for each Lease the holder and leaseTransitions before and after and the longest
 gap between two renewals seen, whether every component is still running, and the writes the
 clients saw acknowledged against the ConfigMaps present afterwards (nothing lost). The run
@@ -72,6 +73,12 @@ EXIT_LOG_LINES: Final = 8
 LEADERSHIP_LOST: Final = "leader election lost"
 
 
+REFUSALS: Final = (
+    "apiserver_flowcontrol_rejected_requests_total",  # priority and fairness (the default)
+    "apiserver_dropped_requests_total",  # the max-in-flight filter (the flag off)
+)
+
+
 @dataclass(frozen=True)
 class Options:
     edge: str  # "grpc" (kemu's Client) or "rest" (JSON over HTTP)
@@ -124,7 +131,7 @@ class Result:
     served: int = 0  # calls that succeeded
     outcomes: dict[str, int] = field(default_factory=dict)
     first_errors: dict[str, str] = field(default_factory=dict)
-    refused_429: float = 0.0  # apiserver_dropped_requests_total over the flood
+    refused_429: float = 0.0  # REFUSALS over the flood
     server_requests: float = 0.0  # apiserver_request_total over the flood (handled calls)
     latency_ms: dict[str, dict[str, float | int]] = field(default_factory=dict)
     probe_ms: dict[str, float | int] = field(default_factory=dict)
@@ -200,8 +207,8 @@ class Runner:
                 r.cpu_cores = meter.stop()
                 flood_done.set()
             after = await anyio.to_thread.run_sync(self.cluster.component("apiserver").scrape)
-            r.refused_429 = _metric_total(after, "apiserver_dropped_requests_total") - (
-                _metric_total(before, "apiserver_dropped_requests_total")
+            r.refused_429 = sum(
+                _metric_total(after, name) - _metric_total(before, name) for name in REFUSALS
             )
             r.server_requests = _metric_total(after, "apiserver_request_total") - (
                 _metric_total(before, "apiserver_request_total")
@@ -375,7 +382,7 @@ def render(opts: Options, r: Result) -> str:
             str(r.served),
             fmt(rate(r.served, r.wall_seconds), 0) + "/s",
         ],
-        ["429 answered (apiserver_dropped_requests_total)", fmt(r.refused_429, 0), ""],
+        ["429 answered (APF's rejected or max-in-flight's dropped)", fmt(r.refused_429, 0), ""],
         ["gRPC calls handled (apiserver_request_total)", fmt(r.server_requests, 0), ""],
     ]
     for verb, stats in r.latency_ms.items():
