@@ -111,9 +111,11 @@ async def test_unary_calls_and_retries_take_tokens_watches_do_not(
         with measure_waits() as waits:
             for _ in range(4):
                 await client.get(types_pb2.Pod, "a")
-        # 2 at once (the burst), then one every 1/20 s
+        # 2 at once (the burst), then one every 1/20 s: the 4th no earlier than 0.1 s after
+        # the 1st. The waits themselves are shorter by the time the calls took (the bucket
+        # refills meanwhile), so only their presence is certain.
         assert anyio.current_time() - start >= 0.09
-        assert waits.seconds >= 0.09
+        assert waits.seconds > 0
         count, _ = _histogram(registry, "GET", address)
         assert count == 4
         servicer.refuse_patches = 1  # a 429 with Retry-After: the retry takes a token too
