@@ -56,7 +56,7 @@ async def test_binding_and_failure_status_go_through_the_dispatcher(tmp_path: Pa
 
             await eventually(bound, timeout=20)
             cond = await eventually(unschedulable, timeout=20)
-            assert cond.reason == "Unschedulable", cond
+            assert cond is not None and cond.reason == "Unschedulable", cond
             assert "Insufficient cpu" in cond.message, cond
 
             async def counted() -> dict[tuple[str, str], float]:
