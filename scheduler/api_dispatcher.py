@@ -285,9 +285,11 @@ class CallQueue:
         return queued
 
     async def wait(self) -> None:
-        """Until a call is queued."""
+        """Until a call is queued (every waiting worker waits on the one event; a new one is
+        made only once it has been set)."""
         while not self._queue:
-            self._ready = anyio.Event()
+            if self._ready.is_set():
+                self._ready = anyio.Event()
             await self._ready.wait()
 
     def finalize(self, done: _Queued) -> None:

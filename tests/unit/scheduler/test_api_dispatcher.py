@@ -3,9 +3,11 @@ upstream's pkg/scheduler/backend/api_dispatcher/call_queue_test.go and api_dispa
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import anyio
+import anyio.lowlevel
 import pytest
 from prometheus_client import CollectorRegistry
 
@@ -230,3 +232,36 @@ def test_dispatcher_executes_calls_and_counts_them() -> None:
         "scheduler_pending_async_api_calls", {"call_type": POD_BINDING}
     )
     assert pending == 0
+
+
+def test_dispatcher_runs_its_calls_in_parallel() -> None:
+    """All `parallelism` workers take calls: four calls that each wait until all four are in
+    flight finish (one worker alone would wait forever)."""
+    registry = CollectorRegistry()
+    started = 0
+    all_in = anyio.Event()
+
+    class Binder:
+        async def bind(self, namespace: str, name: str, node_name: str, *, uid: str) -> None:
+            nonlocal started
+            started += 1
+            if started == 4:
+                all_in.set()
+            await all_in.wait()
+
+    async def main() -> None:
+        dispatcher = APIDispatcher(Binder(), RealClock(), registry, parallelism=4)  # type: ignore[arg-type]
+        async with anyio.create_task_group() as tg:
+            await tg.start(dispatcher.run)
+            await anyio.lowlevel.checkpoint()  # (the workers wait for a call)
+            with anyio.fail_after(5):
+                async with anyio.create_task_group() as binds:
+                    for i in range(4):
+                        binds.start_soon(
+                            functools.partial(dispatcher.bind, "d", f"p{i}", "n", uid=f"u{i}")
+                        )
+            tg.cancel_scope.cancel()
+
+    anyio.run(main)
+    total = "scheduler_async_api_call_execution_total"
+    assert registry.get_sample_value(total, {"call_type": POD_BINDING, "result": "success"}) == 4
