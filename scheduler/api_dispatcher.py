@@ -44,6 +44,7 @@ from kemu.client.interface import ApiClient
 from kemu.client.pod_status import StatusChange, condition_change, patch_pod_status
 from kemu.component.clock import Clock
 from kemu.machinery.errors import ApiError, Conflict, NotFound
+from kemu.machinery.jsonvalue import JSONObject
 
 __all__ = [
     "POD_BINDING",
@@ -105,11 +106,12 @@ class APICall(Protocol):
 @dataclass
 class PodStatusPatchCall:
     """api_calls/pod_status_patch.go: PodScheduled=False with the failure's reason and message
-    and, when `nominated` is not None, status.nominatedNodeName (kemu.client.pod_status's
-    condition_change, on the pod as the informer had it when the call was queued)."""
+    (none when `reason` is None: preemption's clearing of a lower-priority nomination) and,
+    when `nominated` is not None, status.nominatedNodeName ("" clears it); on the pod as the
+    informer had it when the call was queued (kemu.client.pod_status's condition_change)."""
 
     pod: types_pb2.Pod
-    reason: str
+    reason: str | None
     message: str
     nominated: str | None
     now: float
@@ -121,6 +123,8 @@ class PodStatusPatchCall:
         return self.pod.metadata.uid
 
     def _change(self) -> StatusChange:
+        if self.reason is None:
+            return _nomination_change(self.nominated)
         return condition_change(
             "PodScheduled",
             "False",
@@ -135,12 +139,26 @@ class PodStatusPatchCall:
         return self._change()(self.pod) is None
 
     def merge(self, old: APICall) -> None:
-        # (the conditions: kemu's failure handler writes PodScheduled only, the newer wins)
-        if isinstance(old, PodStatusPatchCall) and self.nominated is None:
+        """The older call's nomination when this one has none, and its condition when this
+        one has none (both write PodScheduled only: the newer's wins)."""
+        if not isinstance(old, PodStatusPatchCall):
+            return
+        if self.nominated is None:
             self.nominated = old.nominated
+        if self.reason is None and old.reason is not None:
+            self.reason, self.message = old.reason, old.message
 
     async def execute(self, client: ApiClient) -> None:
         await patch_pod_status(client, self.pod, self._change())
+
+
+def _nomination_change(nominated: str | None) -> StatusChange:
+    def change(current: types_pb2.Pod) -> JSONObject | None:
+        if nominated is None or current.status.nominated_node_name == nominated:
+            return None
+        return {"nominatedNodeName": nominated or None}
+
+    return change
 
 
 @dataclass

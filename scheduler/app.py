@@ -235,6 +235,7 @@ def new_frameworks(
         pod_lister=informers.pods.lister,
         metrics=metrics,
         rules=VersionRules.at(ctx.gates.version),
+        api_dispatcher=api_dispatcher,
     )
     try:
         return {

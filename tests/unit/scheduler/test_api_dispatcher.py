@@ -265,3 +265,21 @@ def test_dispatcher_runs_its_calls_in_parallel() -> None:
     anyio.run(main)
     total = "scheduler_async_api_call_execution_total"
     assert registry.get_sample_value(total, {"call_type": POD_BINDING, "result": "success"}) == 4
+
+
+def test_a_nomination_only_patch_merges_with_a_failure_patch() -> None:
+    """Preemption's clearing of a lower-priority nomination (no condition) queued after the
+    pod's failure patch: one call that writes the failure's condition and clears the NNN."""
+    q = CallQueue()
+    pod = types_pb2.Pod(metadata=types_pb2.ObjectMeta(name="p", namespace="d", uid="u"))
+    pod.status.nominated_node_name = "node-1"
+    failure = PodStatusPatchCall(pod, "Unschedulable", "0/1 nodes", None, now=1.0, tracking=False)
+    clear = PodStatusPatchCall(pod, None, "", "", now=2.0, tracking=False)
+    q.add(failure)
+    q.add(clear)
+    assert q.call_of("u") is clear and len(q) == 1
+    assert (clear.reason, clear.message, clear.nominated) == ("Unschedulable", "0/1 nodes", "")
+    # nothing to clear on a pod without a nomination: a no-op, skipped
+    bare = types_pb2.Pod(metadata=types_pb2.ObjectMeta(name="q", namespace="d", uid="v"))
+    with pytest.raises(CallSkipped):
+        q.add(PodStatusPatchCall(bare, None, "", "", now=2.0, tracking=False))
