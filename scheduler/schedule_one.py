@@ -1035,6 +1035,13 @@ class Scheduler:
         current = self.pod_lister.get(pod.metadata.name, pod.metadata.namespace) or pod
         if current.status.nominated_node_name == node:
             return
+        if self.api_dispatcher is not None:
+            # (upstream updatePod with the APICacher: queued, not waited for; the binding
+            # that follows takes its place if it is still queued then)
+            call = PodStatusPatchCall(current, None, "", node, now=self.clock.now(), tracking=False)
+            with contextlib.suppress(CallSkipped):
+                self.api_dispatcher.add(call)
+            return
         try:
             await self.client.patch(
                 types_pb2.Pod,
