@@ -283,8 +283,10 @@ GATES: Final[Mapping[str, GateDefinition]] = MappingProxyType(
                 modelled=False,
                 depends_on=(GENERIC_WORKLOAD,),
             ),
-            # KEP-5229 (scheduler.api_dispatcher): beta on in 1.34.0, turned off in the 1.34
-            # branch by kubernetes#134400; upstream's table since has beta off from 1.34.
+            # KEP-5229 (scheduler.api_dispatcher): beta on in 1.34.0, off from 1.34's patch
+            # releases (kubernetes#134400), on again in 1.35.0 (#135059), off again from
+            # 1.35's patch releases (#135903, for #135900's throttled binds); upstream's table
+            # since: beta off from 1.34.
             _gate(SCHEDULER_ASYNC_API_CALLS, beta_off=34),
             # upstream gates that upstream's scheduler_perf files set and kemu does not
             # model (upstream's lifecycle, pkg/features/kube_features.go at 1.37).
