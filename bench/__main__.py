@@ -72,6 +72,11 @@ BENCHMARKS: Final[dict[str, tuple[str, str]]] = {
         "the event-driven virtual clock against wall time: an idle cluster of hollow nodes "
         "advanced an hour, an autoscaler scale-up and scale-down at upstream's timers",
     ),
+    "async_api_calls": (
+        "bench.async_api_calls",
+        "SchedulerAsyncAPICalls on against off (kubernetes#135900): binds delayed by the "
+        "status patches of failing pods at the scheduler's client limits 50/100",
+    ),
     "dra_allocator": (
         "bench.dra_allocator",
         "the DRA structured allocator in-process: allocate calls/s and CPU per pod over "

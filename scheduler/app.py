@@ -35,6 +35,7 @@ from kemu.component.clock import Clock
 from kemu.component.featuregate import (
     DRA_DEVICE_TAINT_RULES,
     DYNAMIC_RESOURCE_ALLOCATION,
+    SCHEDULER_ASYNC_API_CALLS,
     FeatureGates,
 )
 from kemu.component.options import (
@@ -64,6 +65,7 @@ from kemu.scheduling.pods_in_pre_bind import PodsInPreBindMap
 from kemu.scheduling.runtime import Framework, FrameworkOptions, observer_from_histogram
 from kemu.scheduling.status import Status
 from kemu.scheduling.waiting_pods import WaitingPodsMap
+from scheduler.api_dispatcher import APIDispatcher, DispatchedBinds
 from scheduler.cache.cache import Cache, assumed_pod_ttl
 from scheduler.cache.debugger import CacheDumper, cache_sources
 from scheduler.cycle_observer import NO_OBSERVER, CycleObserver
@@ -209,9 +211,11 @@ def new_frameworks(
     metrics: SchedulerMetrics,
     ctx: ComponentContext,
     pod_groups: PodGroupStates | None = None,
+    api_dispatcher: APIDispatcher | None = None,
 ) -> dict[str, Framework]:
     """One Framework per profile, sharing the waiting pods and the random source (--seed;
-    preemption's and the host selection's tie-breaks)."""
+    preemption's and the host selection's tie-breaks). With `api_dispatcher`
+    (SchedulerAsyncAPICalls) the plugins' binds go through it."""
     rng = random.Random(settings.seed)
     waiting_pods = WaitingPodsMap()
     pods_in_pre_bind = PodsInPreBindMap()
@@ -231,6 +235,7 @@ def new_frameworks(
         pod_lister=informers.pods.lister,
         metrics=metrics,
         rules=VersionRules.at(ctx.gates.version),
+        api_dispatcher=api_dispatcher,
     )
     try:
         return {
@@ -238,7 +243,9 @@ def new_frameworks(
                 profile,
                 settings.registry,
                 options=FrameworkOptions(
-                    client=client,
+                    client=client
+                    if api_dispatcher is None
+                    else DispatchedBinds(client, api_dispatcher),
                     clock=ctx.clock,
                     gates=ctx.gates,
                     # Each profile reports as its schedulerName, as upstream's per-profile
@@ -346,8 +353,22 @@ async def serve(client: ApiClient, settings: SchedulerSettings, ctx: ComponentCo
         clock=ctx.clock,
     )
     cache = new_cache(ctx.clock, ctx.gates)
+    # SchedulerAsyncAPICalls: binds and failure status patches through a dispatcher over
+    # the scheduler's one (rate-limited) client (pkg/scheduler/scheduler.go New).
+    api_dispatcher = (
+        APIDispatcher(client, ctx.clock, ctx.registry)
+        if ctx.gates.enabled(SCHEDULER_ASYNC_API_CALLS)
+        else None
+    )
     frameworks = new_frameworks(
-        settings, client, informers, recorder, metrics, ctx, pod_groups=pod_groups
+        settings,
+        client,
+        informers,
+        recorder,
+        metrics,
+        ctx,
+        pod_groups=pod_groups,
+        api_dispatcher=api_dispatcher,
     )
     observer: CycleObserver = NO_OBSERVER
     if settings.record_decisions:
@@ -397,6 +418,7 @@ async def serve(client: ApiClient, settings: SchedulerSettings, ctx: ComponentCo
         pod_groups=pod_groups,
         pod_group_lister=pod_group_lister,
         pod_group_metrics=pod_group_metrics,
+        api_dispatcher=api_dispatcher,
     )
     ctx.add_readiness_check("informers", functools.partial(_synced, informers.factory))
     comparer = CacheComparer.wired(
@@ -417,6 +439,8 @@ async def serve(client: ApiClient, settings: SchedulerSettings, ctx: ComponentCo
         async with anyio.create_task_group() as tg:
             await tg.start(queue.run)
             await tg.start(cache.run)
+            if api_dispatcher is not None:
+                await tg.start(api_dispatcher.run)
             await scheduler.run()
 
     async with anyio.create_task_group() as tg:

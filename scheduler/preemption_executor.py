@@ -44,6 +44,7 @@ delete it through the API.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Sequence
@@ -71,6 +72,7 @@ from kemu.scheduling.preemption import (
     victims_to_delete,
 )
 from kemu.scheduling.status import SUCCESS, Status, as_error
+from scheduler.api_dispatcher import APIDispatcher, CallSkipped, PodStatusPatchCall
 from scheduler.metrics import SchedulerMetrics
 
 logger = logging.getLogger(__name__)
@@ -92,9 +94,13 @@ class Executor(PreemptionExecutor):
         pod_lister: PodLister | None = None,
         metrics: SchedulerMetrics | None = None,
         rules: VersionRules | None = None,
+        api_dispatcher: APIDispatcher | None = None,
     ) -> None:
         self.handle = handle
         self.client = client
+        # SchedulerAsyncAPICalls: the lower-priority nominations cleared through it
+        # (upstream clearNominatedNodeName with the APICacher); None with the gate off.
+        self.api_dispatcher = api_dispatcher
         self.pod_lister = pod_lister
         self.metrics = metrics
         # The version's rules (the handle's version when not given): which victims are
@@ -410,6 +416,13 @@ class Executor(PreemptionExecutor):
         False if a PATCH failed (not fatal)."""
         ok = True
         for pod in lower_priority_nominated_pods(self.handle.nominator(), preemptor, node):
+            if self.api_dispatcher is not None:
+                call = PodStatusPatchCall(
+                    pod, None, "", "", now=self.handle.clock.now(), tracking=False
+                )
+                with contextlib.suppress(CallSkipped):
+                    self.api_dispatcher.add(call)
+                continue
             try:
                 await self.client.patch(
                     types_pb2.Pod,

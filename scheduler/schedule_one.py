@@ -22,6 +22,7 @@ alpha, no FailedScheduling event. A preemption it triggers still deletes its vic
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import random
@@ -85,6 +86,7 @@ from kemu.scheduling.pod_group_state import PodGroupKey, PodGroupStates
 from kemu.scheduling.snapshot import Snapshot
 from kemu.scheduling.status import SKIP, Code, Status, as_error, unresolvable
 from kemu.scheduling.types import NodeInfo, PodInfo, PostFilterResult, PreFilterResult
+from scheduler.api_dispatcher import APIDispatcher, CallSkipped, PodStatusPatchCall
 from scheduler.cache.cache import CacheError
 from scheduler.cache.interface import SchedulerCache
 from scheduler.cycle_observer import (
@@ -303,8 +305,12 @@ class Scheduler:
         pod_groups: PodGroupStates | None = None,
         pod_group_lister: ObjectLister[types_pb2.PodGroup] | None = None,
         pod_group_metrics: PodGroupMetrics | None = None,
+        api_dispatcher: APIDispatcher | None = None,
     ) -> None:
         self.client = client
+        # SchedulerAsyncAPICalls: the failure handler's status patches queued to it
+        # (scheduler.api_dispatcher); None with the gate off.
+        self.api_dispatcher = api_dispatcher
         self.cache = cache
         self.queue = queue
         self.profiles = profiles
@@ -994,7 +1000,21 @@ class Scheduler:
         (upstream updatePod). Skipped when nothing would change; conditions other writers
         added meanwhile are kept (a resourceVersion CAS, retried on a fresh read). The
         condition carries observedGeneration as PodObservedGenerationTracking says. Errors
-        are logged (the next cycle retries)."""
+        are logged (the next cycle retries). With SchedulerAsyncAPICalls the patch is queued
+        to the dispatcher and the cycle goes on (upstream handleSchedulingFailure with
+        APICacher: PatchPodStatus, not waited for)."""
+        if self.api_dispatcher is not None:
+            call = PodStatusPatchCall(
+                pod,
+                reason,
+                message,
+                nominated,
+                now=self.clock.now(),
+                tracking=self.gates.enabled(POD_OBSERVED_GENERATION_TRACKING),
+            )
+            with contextlib.suppress(CallSkipped):
+                self.api_dispatcher.add(call)
+            return
         change = condition_change(
             POD_SCHEDULED,
             "False",
@@ -1014,6 +1034,13 @@ class Scheduler:
     async def _patch_nominated_node(self, pod: types_pb2.Pod, node: str) -> None:
         current = self.pod_lister.get(pod.metadata.name, pod.metadata.namespace) or pod
         if current.status.nominated_node_name == node:
+            return
+        if self.api_dispatcher is not None:
+            # (upstream updatePod with the APICacher: queued, not waited for; the binding
+            # that follows takes its place if it is still queued then)
+            call = PodStatusPatchCall(current, None, "", node, now=self.clock.now(), tracking=False)
+            with contextlib.suppress(CallSkipped):
+                self.api_dispatcher.add(call)
             return
         try:
             await self.client.patch(

@@ -101,8 +101,9 @@ WORKLOAD_WITH_JOB: Final = "WorkloadWithJob"
 """KEP-5547: the Job controller creates its Workload and PodGroup."""
 DRA_WORKLOAD_RESOURCE_CLAIMS: Final = "DRAWorkloadResourceClaims"
 """KEP-5729: a PodGroup's resourceClaims and status.resourceClaimStatuses."""
-# Known, not modelled (GateDefinition.modelled False): upstream's scheduler_perf files set them.
 SCHEDULER_ASYNC_API_CALLS: Final = "SchedulerAsyncAPICalls"
+"""KEP-5229: the scheduler's binds and failure status patches through a dispatcher."""
+# Known, not modelled (GateDefinition.modelled False): upstream's scheduler_perf files set them.
 SCHEDULER_QUEUEING_HINTS: Final = "SchedulerQueueingHints"
 SCHEDULER_POP_FROM_BACKOFF_Q: Final = "SchedulerPopFromBackoffQ"
 OPPORTUNISTIC_BATCHING: Final = "OpportunisticBatching"
@@ -282,9 +283,13 @@ GATES: Final[Mapping[str, GateDefinition]] = MappingProxyType(
                 modelled=False,
                 depends_on=(GENERIC_WORKLOAD,),
             ),
+            # KEP-5229 (scheduler.api_dispatcher): beta on in 1.34.0, off from 1.34's patch
+            # releases (kubernetes#134400), on again in 1.35.0 (#135059), off again from
+            # 1.35's patch releases (#135903, for #135900's throttled binds); upstream's table
+            # since: beta off from 1.34.
+            _gate(SCHEDULER_ASYNC_API_CALLS, beta_off=34),
             # upstream gates that upstream's scheduler_perf files set and kemu does not
             # model (upstream's lifecycle, pkg/features/kube_features.go at 1.37).
-            _gate(SCHEDULER_ASYNC_API_CALLS, beta_off=34, modelled=False),
             # Gone from upstream's table in the 1.37 cycle (three releases after GA).
             _gate(
                 SCHEDULER_QUEUEING_HINTS, beta_off=28, beta=32, ga=34, removed=37, modelled=False

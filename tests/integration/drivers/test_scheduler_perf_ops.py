@@ -76,7 +76,7 @@ def test_kemus_own_op_workloads_run(tmp_path: Path, name: str) -> None:
     throughput = result["throughput"]
     assert throughput["samples"] >= 1 and throughput["average"] is not None
     if name == "HeldWhileDeleting/2Nodes":
-        assert result["not_modelled_gates"] == ["SchedulerAsyncAPICalls"]
+        assert result["not_modelled_gates"] == ["SchedulerPopFromBackoffQ"]
     if name == "ResizedToFit/3Nodes":
         # createAny's PriorityClass admitted the pods; none fitted until updateAny resized
         # them through pods/resize, inside the collection window: its pods are all three.

@@ -567,7 +567,7 @@ def test_upstreams_pod_group_files_parse_unchanged(area: str) -> None:
             "InPlacePodVerticalScalingSchedulerPreemption": True,
             "SchedulerAsyncAPICalls": True,
         }
-        assert in_place.not_modelled_gates == ("SchedulerAsyncAPICalls",)
+        assert in_place.not_modelled_gates == ()  # (modelled since issue #58)
         window, resize, barrier = in_place.ops[4:7]
         assert isinstance(window, StartCollectingMetrics)
         assert window.namespaces == ("resize-inplace-0",)

@@ -92,6 +92,7 @@ OWN_TESTS = (
     | DRA_API_GATES
     | DRA_SCHEDULER_GATES
     | {SEPARATE_TAINT, HOST_IPS, PDC, POD_LEVEL, RETRO, fg.POD_TOPOLOGY_LABELS_ADMISSION}
+    | {fg.SCHEDULER_ASYNC_API_CALLS}
     | NOT_MODELLED
 )
 
@@ -613,7 +614,6 @@ def test_dra_preemption_gate() -> None:
 
 def test_not_modelled_gates_follow_upstreams_lifecycle() -> None:
     assert NOT_MODELLED == {
-        fg.SCHEDULER_ASYNC_API_CALLS,
         fg.SCHEDULER_QUEUEING_HINTS,
         fg.SCHEDULER_POP_FROM_BACKOFF_Q,
         fg.OPPORTUNISTIC_BATCHING,
@@ -624,7 +624,7 @@ def test_not_modelled_gates_follow_upstreams_lifecycle() -> None:
         fg.IN_PLACE_POD_VERTICAL_SCALING_EXCLUSIVE_MEMORY,
         fg.IN_PLACE_POD_LEVEL_RESOURCES_VERTICAL_SCALING,
     }
-    assert not fg.gate_modelled(fg.SCHEDULER_ASYNC_API_CALLS)
+    assert fg.gate_modelled(fg.SCHEDULER_ASYNC_API_CALLS)
     assert fg.gate_modelled(ASYNC)
     assert not fg.gate_modelled("NoSuchGate")
     # Settable as upstream allows: SchedulerAsyncAPICalls is beta (default off) from 1.34.
