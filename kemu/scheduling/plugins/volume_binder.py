@@ -203,22 +203,45 @@ class Binder:
         return volumes, reasons
 
     def _find_unbound(self, claims: PodVolumeClaims, node: types_pb2.Node, out: PodVolumes) -> bool:
-        chosen: set[str] = set()
+        """FindPodVolumes' unbound half (binder.go): a claim whose provisioning already chose a
+        node (the selected-node annotation) is looked at first: any other node is refused at
+        once, and on that node the claim goes on to provisioning without a look at the static
+        volumes; the other claims, smallest request first (byPVCSize), take a matching volume
+        each, and those left over are provisioned too."""
         node_name = node.metadata.name
-        # Smallest request first, as upstream sorts them (byPVCSize).
-        for claim in sorted(claims.to_bind, key=storage_request):
+        to_provision: list[types_pb2.PersistentVolumeClaim] = []
+        to_match: list[types_pb2.PersistentVolumeClaim] = []
+        for claim in claims.to_bind:
+            selected = claim.metadata.annotations.get(ANN_SELECTED_NODE)
+            if selected is None:
+                to_match.append(claim)
+            elif selected != node_name:
+                return False
+            else:
+                to_provision.append(claim)
+        chosen: set[str] = set()
+        for claim in sorted(to_match, key=storage_request):
             candidates = claims.volumes_by_class.get(claim_class(claim), ())
             try:
                 pv = find_matching_volume(claim, candidates, node=node, excluded=frozenset(chosen))
             except Invalid:  # a claim selector that does not parse matches nothing
                 pv = None
-            if pv is not None:
-                chosen.add(pv.metadata.name)
-                out.static_bindings.append((_with_claim_ref(pv, claim), claim))
+            if pv is None:
+                to_provision.append(claim)
                 continue
-            selected = claim.metadata.annotations.get(ANN_SELECTED_NODE)
-            if selected is not None and selected != node_name:
-                return False
+            chosen.add(pv.metadata.name)
+            out.static_bindings.append((_with_claim_ref(pv, claim), claim))
+        return self._check_provisions(to_provision, node, out)
+
+    def _check_provisions(
+        self,
+        to_provision: list[types_pb2.PersistentVolumeClaim],
+        node: types_pb2.Node,
+        out: PodVolumes,
+    ) -> bool:
+        """checkVolumeProvisions: each claim's class must provision, on this node's topology."""
+        node_name = node.metadata.name
+        for claim in to_provision:
             sc = self.listers.classes.get(claim_class(claim))
             if sc is None or sc.provisioner == NOT_SUPPORTED_PROVISIONER:
                 return False

@@ -207,6 +207,30 @@ async def test_static_volume_node_affinity_steers_the_pod(cluster: Cluster) -> N
         assert not (await s.get("pending")).spec.node_name
 
 
+async def test_a_claims_selected_node_is_tried_before_its_static_volumes(cluster: Cluster) -> None:
+    """Issue #58 item 1.9 (binder.go FindPodVolumes' fast path): a claim whose provisioning
+    chose a node that is gone refuses every node before a volume is matched, so the static
+    volume on the one node stays free and the pod waits with upstream's reason (kemu bound the
+    static volume before)."""
+    async with Scenario.open(cluster, "vol-selected") as s:
+        [node] = await s.nodes("node", cpu="4", memory="8Gi", pods="32")
+        api = s.client
+        sc = storage.storage_class(f"{s.ns}-wffc", PROVISIONER)
+        await api.create(sc)
+        pv = storage.volume(f"{s.ns}-pv", sc.metadata.name, node=node)
+        await storage.create_available(api, pv)
+        claim = storage.claim(s.ns, "data", sc.metadata.name)
+        claim.metadata.annotations[ANN_SELECTED_NODE] = f"{s.ns}-gone"
+        await api.create(claim)
+        await s.create(with_claims(s.pod("test-pod"), "data"))
+        await failed_scheduling(
+            s, "test-pod", "1 node(s) didn't find available persistent volumes to bind"
+        )
+        got = await api.get(types_pb2.PersistentVolume, pv.metadata.name)
+        assert not got.spec.claim_ref.name, "the static volume was claimed"
+        assert not (await s.get("test-pod")).spec.node_name
+
+
 async def test_volume_zone_reason(cluster: Cluster) -> None:
     """A bound volume in zone b, nodes in zone a: "node(s) had no available volume zone"."""
     async with Scenario.open(cluster, "vol-zone") as s:

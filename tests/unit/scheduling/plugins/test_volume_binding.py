@@ -152,6 +152,32 @@ def test_provisioning_respects_allowed_topologies_and_the_selected_node() -> Non
     assert got == [(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (volume_binder.ERR_REASON_BIND_CONFLICT,))]
 
 
+def test_a_selected_node_is_looked_at_before_the_static_volumes() -> None:
+    """binder.go FindPodVolumes: a claim with the selected-node annotation refuses every other
+    node before any volume is matched (its fast path), and on its node it is provisioned even
+    where a static volume would match; the pod's other claims still take static volumes."""
+    sc = storage.storage_class("dynamic", "csi.example.com")
+    on_n1 = available(storage.volume("pv1", "dynamic", node="n1"))
+    on_n2 = available(storage.volume("pv2", "dynamic", node="n2"))
+    selected = unbound_claim("s", "dynamic")
+    selected.metadata.annotations[ANN_SELECTED_NODE] = "n2"
+    ls = listers(
+        claims=[selected, unbound_claim("c", "dynamic")], volumes=[on_n1, on_n2], classes=[sc]
+    )
+    pl = plugin(ls)
+    state, got = filter_on(pl, pod("s", "c"), node("n1"), node("n2"))
+    assert got == [
+        (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (volume_binder.ERR_REASON_BIND_CONFLICT,)),
+        (Code.SUCCESS, ()),
+    ]
+    assert pl.reserve(state, pod("s", "c"), "n2").code is Code.SUCCESS
+    # "s" is provisioned on n2 (pv2 stays free), "c" takes pv2: the one volume left on n2.
+    assumed = pl.binder.volumes.get("pv2")
+    assert assumed is not None and assumed.spec.claim_ref.name == "c"
+    claim = pl.binder.claims.get("s", "default")
+    assert claim is not None and claim.metadata.annotations[ANN_SELECTED_NODE] == "n2"
+
+
 async def test_pre_bind_writes_the_selected_node_and_waits_for_the_binding() -> None:
     handle = FakeHandle(nodes=[node("n1")])
     claim = unbound_claim("c", "dynamic")
