@@ -83,6 +83,7 @@ def _new_cloud(
         instances_dir=settings.state_dir / "instances",
         log_dir=settings.state_dir / "logs",
         clock_mode=ctx.options.clock,
+        apiserver_latency=settings.apiserver_latency,
     )
     kubelets: Kubelets = (
         NodeGroupKubelets(launch)

@@ -24,6 +24,7 @@ import os
 import signal
 import subprocess
 import sys
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,7 @@ import anyio
 import yaml
 
 from cloud.config import NODE_GROUP_LABEL, NodeGroupConfig
+from kemu.component.latency import CallLatency
 from kemu.machinery.node_control import add_line, is_removed, remove_line
 from kemu.machinery.virtual_time import ClockMode
 
@@ -50,6 +52,10 @@ class KubeletLaunch:
     """The instances' root directories live under it (a node group's kubelet: the group's)."""
     log_dir: Path
     clock_mode: ClockMode = ClockMode.REAL
+    apiserver_latency: CallLatency = CallLatency()
+    """The cloud's own --apiserver-latency: its kubelets' calls wait the same (each kubelet's
+    draws seeded from the cloud's seed and its root directory's name, as the test harness
+    seeds each process's)."""
 
     def argv(self, group: NodeGroupConfig, identity: Sequence[str], root_dir: Path) -> list[str]:
         """The command line of a kubelet of `group`'s template; `identity`: the flags that
@@ -75,7 +81,14 @@ class KubeletLaunch:
             argv += ["--clock", self.clock_mode.value]
         if group.resource_slices:
             argv += ["--dra-slice-file", str(self.slice_file(group))]
-        return [*argv, *template.kubelet_args]
+        return [*argv, *self._latency_args(root_dir.name), *template.kubelet_args]
+
+    def _latency_args(self, name: str) -> list[str]:
+        latency = self.apiserver_latency
+        if latency.latency.none:
+            return []
+        seed = zlib.crc32(f"{latency.seed}/{name}".encode())
+        return ["--apiserver-latency", str(latency.latency), "--apiserver-latency-seed", str(seed)]
 
     def slice_file(self, group: NodeGroupConfig) -> Path:
         """The group's resourceSlices written as its kubelets' --dra-slice-file

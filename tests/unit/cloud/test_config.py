@@ -9,6 +9,9 @@ import yaml
 
 from cloud.config import ConfigError, Failures, load_config, parse_config
 from cloud.kubelets import KubeletLaunch, kubelet_argv, node_group_kubelet_argv
+from kemu.component.latency import CallLatency
+from kemu.machinery.latency import Latency
+from kubelet import options as kubelet_options
 
 GOOD = """
 nodeGroups:
@@ -206,3 +209,31 @@ def test_a_group_with_resource_slices_passes_them_to_its_kubelets(tmp_path: Path
                 template="{capacity: {cpu: '1', memory: 1Gi}, kubeletArgs: [--dra-slice-file=x]}"
             )
         )
+
+
+def test_the_clouds_kubelets_call_with_the_clouds_apiserver_latency(tmp_path: Path) -> None:
+    """Issue #58 item 4: the cloud's --apiserver-latency reaches the kubelets it starts (an
+    instance's own and a group's hollow one), each with a seed of its own from the cloud's, and
+    the kubelet's own flag table takes them."""
+    (g,) = parse_config(_group()).node_groups
+    plain = KubeletLaunch(
+        server="127.0.0.1:1", instances_dir=tmp_path / "instances", log_dir=tmp_path / "logs"
+    )
+    assert "--apiserver-latency" not in kubelet_argv(plain, g, "g-0", "kemu://g/g-0")
+    launch = KubeletLaunch(
+        server="127.0.0.1:1",
+        instances_dir=tmp_path / "instances",
+        log_dir=tmp_path / "logs",
+        apiserver_latency=CallLatency(Latency.parse("uniform:100ms-300ms"), 7),
+    )
+    parser = kubelet_options.build_parser()
+    seeds = set()
+    for argv in (
+        kubelet_argv(launch, g, "g-0", "kemu://g/g-0"),
+        kubelet_argv(launch, g, "g-1", "kemu://g/g-1"),
+        node_group_kubelet_argv(launch, g),
+    ):
+        args = parser.parse_args(argv[3:])
+        assert args.apiserver_latency == Latency.parse("uniform:100ms-300ms")
+        seeds.add(args.apiserver_latency_seed)
+    assert len(seeds) == 3
