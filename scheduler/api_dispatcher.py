@@ -40,6 +40,7 @@ from google.protobuf.message import Message
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from kemu.api.v1 import types_pb2
+from kemu.client.flowcontrol import ThrottleWaits, counting_into, current_waits
 from kemu.client.interface import ApiClient
 from kemu.client.pod_status import StatusChange, condition_change, patch_pod_status
 from kemu.component.clock import Clock
@@ -190,6 +191,9 @@ class _Queued:
     call: APICall
     on_finish: OnFinish | None
     call_id: int
+    waits: ThrottleWaits | None = None
+    """Where the call's wait for the client's tokens is counted: the queuing binding cycle's
+    (kemuctl why's throttled seconds of its Bind), though a worker makes the call."""
 
     def finish(self, err: Exception | None) -> None:
         if self.on_finish is not None:
@@ -251,7 +255,7 @@ class CallQueue:
     def add(self, call: APICall, on_finish: OnFinish | None = None) -> None:
         """Queues `call`, merged with or in place of the object's call; raises CallSkipped
         (and tells `on_finish`) when it is not queued."""
-        new = _Queued(call, on_finish, self._ids)
+        new = _Queued(call, on_finish, self._ids, current_waits())
         self._ids += 1
         old = self._calls.get(call.uid)
         if old is not None:
@@ -361,7 +365,8 @@ class APIDispatcher:
             start = self._clock.monotonic()
             err: Exception | None = None
             try:
-                await call.execute(self.client)
+                with counting_into(queued.waits):
+                    await call.execute(self.client)
             except ApiError as e:
                 err = e
                 log = logger.debug if isinstance(e, NotFound | Conflict) else logger.warning

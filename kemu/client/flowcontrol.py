@@ -152,6 +152,23 @@ def measure_waits() -> Iterator[ThrottleWaits]:
         _current_waits.reset(token)
 
 
+def current_waits() -> ThrottleWaits | None:
+    """What the calls made now count their token waits in (None: nobody measures them)."""
+    return _current_waits.get()
+
+
+@contextmanager
+def counting_into(waits: ThrottleWaits | None) -> Iterator[None]:
+    """Counts the token waits of the calls made in this context into `waits`: the
+    `current_waits` of the work that handed them over (a call queued for another task to make,
+    as the scheduler's API dispatcher does)."""
+    token = _current_waits.set(waits)
+    try:
+        yield
+    finally:
+        _current_waits.reset(token)
+
+
 @dataclass(slots=True)
 class ThrottledLog:
     """When the info line was last logged: one for a component's clients, as client-go's
