@@ -167,8 +167,8 @@ class Cluster:
         """`clock`: every component started runs with `--clock` so (and the cloud's kubelets).
         `latency`: every component started that dials the apiserver runs with its
         `--apiserver-latency`, every apiserver with its `--etcd-latency`, each process's draws
-        seeded from the latency's seed and the process's name (kemu.machinery.latency; not the
-        cloud's kubelets).
+        seeded from the latency's seed and the process's name (kemu.machinery.latency; the
+        cloud passes its own to its kubelets, cloud/kubelets.py).
         With `proxy` (started here, closed by `stop()`), every address a process of the
         cluster dials goes through a link of it, named by the dialer and the dialed
         process: a component's apiservers, an apiserver's etcd members, an autoscaler's
