@@ -141,17 +141,12 @@ class NetworkFaults:
             for a in apiservers
             for m in targets
         ]
-        for rule in rules:
-            self.proxy.add(rule)
-        self.note(
+        self._hold(
+            rules,
+            fault.down,
             f"delay etcd: +{fault.size * 1000:.0f} ms per round trip from "
-            f"{', '.join(apiservers)} for {fault.down:g}s"
+            f"{', '.join(apiservers)} for {fault.down:g}s",
         )
-        try:
-            time.sleep(fault.down)
-        finally:
-            for rule in rules:
-                self.proxy.remove(rule)
         self.note("delay etcd over")
 
     def _latency(self, fault: Fault, targets: list[str]) -> None:
@@ -167,18 +162,24 @@ class NetworkFaults:
             Rule(Mode.DELAY, src=src, dst=dst, latency=half, seed=fault.pick + i)
             for i, (src, dst) in enumerate(links)
         ]
+        self._hold(
+            rules,
+            fault.down,
+            f"latency {fault.role}: +{fault.latency} per round trip on {len(rules)} links to "
+            f"{', '.join(targets)} for {fault.down:g}s",
+        )
+        self.note(f"latency {fault.role} over")
+
+    def _hold(self, rules: list[Rule], down: float, note: str) -> None:
+        """The proxy applies `rules` for `down` seconds (noted once they apply), then not."""
         for rule in rules:
             self.proxy.add(rule)
-        self.note(
-            f"latency {fault.role}: +{fault.latency} per round trip on {len(rules)} links to "
-            f"{', '.join(targets)} for {fault.down:g}s"
-        )
+        self.note(note)
         try:
-            time.sleep(fault.down)
+            time.sleep(down)
         finally:
             for rule in rules:
                 self.proxy.remove(rule)
-        self.note(f"latency {fault.role} over")
 
     def _apiservers(self) -> list[str]:
         return [
