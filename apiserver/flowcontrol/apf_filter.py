@@ -201,6 +201,41 @@ class _Level:
     max_seats: int
 
 
+CLASSIFIED_CACHE_SIZE: Final = 4096
+"""Requests' classifications kept (by their RequestInfo) until the configuration moves: a
+cluster's requests come in few shapes, and the FlowSchemas' rules are a walk of Python
+loops per request (match.go's, cheap in Go)."""
+
+
+@dataclass(frozen=True)
+class _Flow:
+    """A request shape's classification with what admitting it needs: the flow's hash and its
+    (priority level, flow schema) series of the metrics, looked up once."""
+
+    classification: match.Classification
+    hash: int
+    executing: Gauge
+    executing_seats: Gauge
+    inqueue: Gauge
+    dispatched: Counter
+    waited: Histogram
+    labels: tuple[str, str]
+
+    @classmethod
+    def of(cls, c: match.Classification, metrics: ApfMetrics) -> _Flow:
+        labels = (c.level, c.flow_schema_name)
+        return cls(
+            c,
+            c.flow_hash(),
+            metrics.executing.labels(*labels),
+            metrics.executing_seats.labels(*labels),
+            metrics.inqueue.labels(*labels),
+            metrics.dispatched.labels(*labels),
+            metrics.wait.labels(*labels, "true"),
+            labels,
+        )
+
+
 class PriorityAndFairness:
     """The limiter of both edges when APF is on (apiserver/endpoints/inflight.py Limiter)."""
 
@@ -230,6 +265,7 @@ class PriorityAndFairness:
         self._version: object = _UNSET
         self._schemas: list[types_pb2.FlowSchema] = []
         self._levels: dict[str, _Level] = {}
+        self._flows: dict[RequestInfo, _Flow | None] = {}
         self.retry_after = RetryAfter(time.time)
 
     # ------------------------------------------------------------ configuration
@@ -262,14 +298,28 @@ class PriorityAndFairness:
             )
         self._levels = kept
         self._schemas = match.ordered(schemas)
+        self._flows.clear()
 
     def nominal_limit(self, level: str) -> int:
         self._refresh()
         return self._levels[level].queues.concurrency_limit
 
     def classify(self, info: RequestInfo) -> match.Classification | None:
+        flow = self._flow(info)
+        return flow.classification if flow is not None else None
+
+    def _flow(self, info: RequestInfo) -> _Flow | None:
         self._refresh()
-        return match.classify(self._schemas, set(self._levels), info)
+        try:
+            return self._flows[info]
+        except KeyError:
+            pass
+        c = match.classify(self._schemas, set(self._levels), info)
+        flow = _Flow.of(c, self._metrics) if c is not None else None
+        if len(self._flows) >= CLASSIFIED_CACHE_SIZE:
+            self._flows.clear()
+        self._flows[info] = flow
+        return flow
 
     # ------------------------------------------------------------ the filter
 
@@ -281,23 +331,22 @@ class PriorityAndFairness:
         if info.long_running:  # (watches: upstream's WatchTracker seats are not modelled)
             yield
             return
-        classified = self.classify(info)
-        if classified is None:  # (no catch-all: upstream's filter rejects with 500)
+        flow = self._flow(info)
+        if flow is None:  # (no catch-all: upstream's filter rejects with 500)
             yield
             return
-        level = self._levels[classified.level]
-        fs = classified.flow_schema_name
+        level_name, fs = flow.labels
+        level = self._levels[level_name]
         seats = 1
         if info.verb == "list":
             seats = list_seats(self._object_count(info), level.max_seats)
         queues = level.queues
-        labels = (classified.level, fs)
         started = self._now()
-        decided = anyio.Event()
-        request = queues.start_request(classified.flow_hash(), seats, fs)
-        request.on_decision = decided.set
+        request = queues.start_request(flow.hash, seats, fs)
         if request.decision is Decision.WAITING:
-            self._metrics.inqueue.labels(*labels).inc()
+            decided = anyio.Event()
+            request.on_decision = decided.set
+            flow.inqueue.inc()
             try:
                 with anyio.move_on_after(self._wait_limit):
                     await decided.wait()
@@ -306,25 +355,25 @@ class PriorityAndFairness:
                     queues.finish(request)  # (dispatched meanwhile: its seats back)
                 raise
             finally:
-                self._metrics.inqueue.labels(*labels).dec()
+                flow.inqueue.dec()
             if request.decision is Decision.WAITING:
                 queues.give_up(request, TIME_OUT)
         waited = self._now() - started
         if request.decision is Decision.REJECT:
-            self._metrics.wait.labels(*labels, "false").observe(waited)
-            self._metrics.rejected.labels(*labels, request.reason).inc()
-            self.retry_after.dropped(classified.level)
-            raise TooManyRequests.retry_after(MESSAGE, self.retry_after.get(classified.level))
-        self._metrics.wait.labels(*labels, "true").observe(waited)
-        self._metrics.dispatched.labels(*labels).inc()
-        self._metrics.executing.labels(*labels).inc()
-        self._metrics.executing_seats.labels(*labels).inc(seats)
+            self._metrics.wait.labels(level_name, fs, "false").observe(waited)
+            self._metrics.rejected.labels(level_name, fs, request.reason).inc()
+            self.retry_after.dropped(level_name)
+            raise TooManyRequests.retry_after(MESSAGE, self.retry_after.get(level_name))
+        flow.waited.observe(waited)
+        flow.dispatched.inc()
+        flow.executing.inc()
+        flow.executing_seats.inc(seats)
         try:
             yield
         finally:
             queues.finish(request)
-            self._metrics.executing.labels(*labels).dec()
-            self._metrics.executing_seats.labels(*labels).dec(seats)
+            flow.executing.dec()
+            flow.executing_seats.dec(seats)
 
 
 _UNSET: Final = object()

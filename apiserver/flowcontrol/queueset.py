@@ -111,6 +111,11 @@ class QueueSet:
         self.seats_in_use = 0
         self.executing = 0
         self.waiting = 0
+        # What the virtual time ratio reads, kept as the queues change rather than summed over
+        # every queue at each sync (upstream's loop, cheap in Go): the seats in use or waiting
+        # in the queues, and the queues with a request waiting or executing.
+        self._queued_seats = 0
+        self._active_queues = 0
 
     # ------------------------------------------------------------ entry
 
@@ -135,10 +140,12 @@ class QueueSet:
             return request
         if not queue.waiting and not queue.executing:
             queue.next_dispatch_r = self.current_r
+            self._active_queues += 1
         request.queue = queue
         request.arrival_r = self.current_r
         queue.waiting.append(request)
         self.waiting += 1
+        self._queued_seats += seats
         self._bound_next_dispatch(queue)
         self._dispatch_as_much_as_possible()
         return request
@@ -149,9 +156,13 @@ class QueueSet:
         if request.decision is not Decision.WAITING:
             return False
         self._sync_time()
-        assert request.queue is not None
-        request.queue.waiting.remove(request)
+        queue = request.queue
+        assert queue is not None
+        queue.waiting.remove(request)
         self.waiting -= 1
+        self._queued_seats -= request.seats
+        if not queue.waiting and not queue.executing:
+            self._active_queues -= 1
         request.decision, request.reason = Decision.REJECT, reason
         self._dispatch_as_much_as_possible()
         return True
@@ -166,6 +177,9 @@ class QueueSet:
         if queue is not None:
             queue.executing -= 1
             queue.seats_in_use -= request.seats
+            self._queued_seats -= request.seats
+            if not queue.waiting and not queue.executing:
+                self._active_queues -= 1
             actual = self._now() - request.start_time
             queue.next_dispatch_r -= request.seats * (ESTIMATED_SERVICE_DURATION - actual)
             self._bound_next_dispatch(queue)
@@ -186,15 +200,9 @@ class QueueSet:
 
     def _virtual_time_ratio(self) -> float:
         """min(seats asked, limit) / active queues (getVirtualTimeRatioLocked)."""
-        active = 0
-        asked = 0
-        for q in self._queues:
-            asked += q.seats_in_use + sum(r.seats for r in q.waiting)
-            if q.waiting or q.executing:
-                active += 1
-        if not active:
+        if not self._active_queues:
             return 0.0
-        return min(asked, self.concurrency_limit) / active
+        return min(self._queued_seats, self.concurrency_limit) / self._active_queues
 
     def _choose_queue(self, flow_hash: int) -> _Queue:
         """Of the flow's hand, the queue with the least work waiting and executing

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 from apiserver.flowcontrol.queueset import (
     CONCURRENCY_LIMIT,
     ESTIMATED_SERVICE_DURATION,
@@ -126,3 +128,39 @@ def test_a_waiting_request_that_gives_up_leaves_its_queue() -> None:
     qs.finish(running)
     assert qs.executing == 0
     assert not qs.give_up(running, TIME_OUT)  # (it was executing, not waiting)
+
+
+def _ratio_by_summing(qs: QueueSet) -> float:
+    """getVirtualTimeRatioLocked as upstream computes it: a loop over every queue."""
+    active = asked = 0
+    for q in qs._queues:
+        asked += q.seats_in_use + sum(r.seats for r in q.waiting)
+        active += bool(q.waiting or q.executing)
+    return min(asked, qs.concurrency_limit) / active if active else 0.0
+
+
+def test_the_virtual_time_ratio_kept_as_queues_change_is_upstreams_sum() -> None:
+    """The seats asked and the active queues are kept as requests arrive, start, give up and
+    finish, rather than summed over every queue at each sync: the same ratio at every step."""
+    rng = random.Random(7)
+    clock = _Clock()
+    qs = QueueSet(4, QueuingConfig(8, 2, 5), clock)
+    live: list[Request] = []
+    for _ in range(2000):
+        clock.t += rng.random() / 100
+        op = rng.random()
+        waiting = [r for r in live if r.decision is Decision.WAITING]
+        executing = [r for r in live if r.decision is Decision.EXECUTE]
+        if op < 0.5:
+            r = qs.start_request(rng.getrandbits(64), rng.choice((1, 1, 2, 5)), "fs")
+            if r.decision is not Decision.REJECT:
+                live.append(r)
+        elif op < 0.6 and waiting:
+            r = rng.choice(waiting)
+            assert qs.give_up(r, TIME_OUT)
+            live.remove(r)
+        elif executing:
+            r = rng.choice(executing)
+            qs.finish(r)
+            live.remove(r)
+        assert qs._virtual_time_ratio() == _ratio_by_summing(qs)
