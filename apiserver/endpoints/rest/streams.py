@@ -19,7 +19,11 @@ for the kubelet:
   kubelet pairs them: pkg/kubelet/cri/streaming/portforward/httpstream.go) writes on the error
   stream that nothing listens on the port in the simulated pod, then ends both streams: kubectl
   prints `an error occurred forwarding L -> P: ...` and the local connection is closed. A
-  PING is answered; the connection lasts until kubectl closes it.
+  PING is answered; the connection lasts until kubectl closes it. A client that does not
+  offer that subprotocol (the official Python client) gets the WebSocket channel protocol of
+  upstream's kubelet (v4.channel.k8s.io: per port of the query's `ports`, a data and an error
+  channel opened with the port number), the same message on each error channel, and the
+  close.
 - SPDY over a plain HTTP upgrade (kubectl's fallback): not spoken. exec, attach or
   port-forward asking for it get a 400 Status saying why, which kubectl prints as `error
   upgrading connection: ...`.
@@ -168,6 +172,41 @@ def no_listener_message(pod: types_pb2.Pod, port: str) -> str:
 
 
 async def _port_forward(request: web.BaseRequest, pod: types_pb2.Pod) -> web.StreamResponse:
+    """kubectl's SPDY tunnel when it is offered, else the channel protocol."""
+    offered = {p.strip() for p in request.headers.get("Sec-WebSocket-Protocol", "").split(",")}
+    if SPDY_PORT_FORWARD in offered:
+        return await _port_forward_spdy(request, pod)
+    return await _port_forward_channels(request, pod)
+
+
+async def _port_forward_channels(
+    request: web.BaseRequest, pod: types_pb2.Pod
+) -> web.StreamResponse:
+    """The WebSocket channel protocol of port-forward (v4.channel.k8s.io, or none: binary;
+    the official Python client's; upstream's kubelet pkg/kubelet/cri/streaming/portforward/
+    websocket.go): the `ports` of the query, each with a data channel 2i and an error channel
+    2i+1, both opened with the port as 16 bits little-endian; the error channel then says
+    that nothing listens, and the connection ends."""
+    ports: list[int] = []
+    for text in (p for value in request.query.getall("ports", []) for p in value.split(",")):
+        if not text.strip().isdigit() or not 0 < int(text) < 65536:
+            raise BadRequest(f'invalid port "{text}": a port is a number from 1 to 65535')
+        ports.append(int(text))
+    if not ports:
+        raise BadRequest('query parameter "port" is required')
+    ws = web.WebSocketResponse(protocols=(V4,), timeout=_CLOSE_TIMEOUT)
+    await ws.prepare(request)
+    for i, port in enumerate(ports):
+        for channel in (2 * i, 2 * i + 1):
+            await ws.send_bytes(bytes([channel]) + port.to_bytes(2, "little"))
+    for i, port in enumerate(ports):
+        line = no_listener_message(pod, str(port))
+        await ws.send_bytes(bytes([2 * i + 1]) + line.encode())
+    await ws.close()
+    return ws
+
+
+async def _port_forward_spdy(request: web.BaseRequest, pod: types_pb2.Pod) -> web.StreamResponse:
     ws = web.WebSocketResponse(protocols=(SPDY_PORT_FORWARD,), timeout=_CLOSE_TIMEOUT)
     await ws.prepare(request)
     reader, writer = spdy.Reader(), spdy.Writer()

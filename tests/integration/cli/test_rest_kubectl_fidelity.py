@@ -17,6 +17,9 @@ import urllib.request
 from collections.abc import Iterator
 
 import pytest
+from kubernetes import client as k8s
+from kubernetes import config
+from kubernetes.stream import portforward
 
 from kemu.testing.cluster import Cluster
 from kemu.testing.ports import free_port
@@ -164,6 +167,25 @@ def test_s_api_exec_3_port_forward_ends_with_a_clear_message(
         f"an error occurred forwarding {local} -> 80: error forwarding port 80 to pod {name}"
     ) in err, err
     assert "is simulated and its containers run no process: nothing listens on port 80" in err
+
+
+def test_s_api_exec_3b_python_client_port_forward_gets_the_message(
+    cluster: Cluster, running: tuple[str, str]
+) -> None:
+    """S-API-EXEC-3 through the official Python client (issue #57 item 6), which speaks the
+    WebSocket channel protocol of port-forward: its local socket is closed at once and the
+    port's error is the simulated pod's message."""
+    ns, name = running
+    api = config.new_client_from_config(str(cluster.root / "kubeconfig"))
+    core = k8s.CoreV1Api(api)
+    pf = portforward(core.connect_get_namespaced_pod_portforward, name, ns, ports="80")
+    sock = pf.socket(80)
+    sock.settimeout(10)
+    assert sock.recv(1024) == b""  # closed, not left hanging
+    error = pf.error(80)
+    assert error is not None and f"error forwarding port 80 to pod {name}" in error, error
+    assert "nothing listens on port 80" in error
+    pf.close()
 
 
 def test_s_api_exec_4_a_missing_pod_or_container_is_upstreams_error(
