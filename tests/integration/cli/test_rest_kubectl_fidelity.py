@@ -176,7 +176,7 @@ def test_s_api_exec_3b_python_client_port_forward_gets_the_message(
     WebSocket channel protocol of port-forward: its local socket is closed at once and the
     port's error is the simulated pod's message."""
     ns, name = running
-    api = config.new_client_from_config(str(cluster.root / "kubeconfig"))
+    api = config.new_client_from_config(str(cluster.root / "kubeconfig"))  # type: ignore[no-untyped-call]
     core = k8s.CoreV1Api(api)
     pf = portforward(core.connect_get_namespaced_pod_portforward, name, ns, ports="80")
     sock = pf.socket(80)
