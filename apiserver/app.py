@@ -143,6 +143,9 @@ class _Apiserver:
             )
             for k in KINDS
         }
+        logger.info("admission plugins enabled: %s", ",".join(settings.admission.ordered()))
+        for name in settings.admission.not_modelled():
+            logger.warning("admission plugin %s is enabled, but kemu does not model it", name)
         registry = Registry(
             api_store,
             caches,
@@ -151,6 +154,7 @@ class _Apiserver:
                 ctx.options.version,
                 settings.toleration_seconds,
                 settings.runtime_config,
+                settings.admission,
             ),
             clock=ctx.clock,
         )

@@ -12,6 +12,12 @@ from apiserver.admission.default_toleration_seconds import (
     DEFAULT_TOLERATION_SECONDS,
     DefaultTolerationSeconds,
 )
+from apiserver.admission.plugins import (
+    ALL_ORDERED_PLUGINS,
+    AdmissionPlugins,
+    UnknownPlugins,
+    plugin_list,
+)
 from apiserver.settings import (
     DEFAULT_BOOKMARK_FREQUENCY,
     DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT,
@@ -122,6 +128,26 @@ def build_parser() -> argparse.ArgumentParser:
             help=f"the tolerationSeconds of the {which} NoExecute toleration that "
             "DefaultTolerationSeconds adds to every pod without one (default 300)",
         )
+    for which, text in (
+        ("enable", "admission plugins that should be enabled in addition to default enabled ones"),
+        (
+            "disable",
+            "admission plugins that should be disabled although they are in the default "
+            "enabled plugins list",
+        ),
+    ):
+        parser.add_argument(
+            f"--{which}-admission-plugins",
+            action="append",
+            default=[],
+            metavar="NAME,...",
+            help=f"{text}. Comma-delimited list of admission plugins: "
+            f"{', '.join(sorted(ALL_ORDERED_PLUGINS))}. The order of plugins in this flag does "
+            "not matter. (kemu models NamespaceLifecycle, LimitRanger, ServiceAccount, Priority, "
+            "DefaultTolerationSeconds, DefaultStorageClass, StorageObjectInUseProtection, "
+            "PodGroupProtection, PodTopologyLabels, PodGroupWorkloadExists and ResourceQuota; "
+            "the others are accepted and do nothing)",
+        )
     parser.add_argument(
         "--runtime-config",
         action="append",
@@ -198,6 +224,13 @@ def _settings(
         resource_config(runtime, options.version.minor)
     except RuntimeConfigError as e:
         parser.error(f"--runtime-config: {e}")
+    try:
+        admission = AdmissionPlugins.from_flags(
+            [n for text in args.enable_admission_plugins for n in plugin_list(text)],
+            [n for text in args.disable_admission_plugins for n in plugin_list(text)],
+        )
+    except UnknownPlugins as e:
+        parser.error(str(e))
     servers = tuple(s.strip() for s in args.etcd_servers.split(",") if s.strip())
     if not servers:
         parser.error("--etcd-servers: at least one URL is required")
@@ -221,6 +254,7 @@ def _settings(
         shutdown_delay=args.shutdown_delay_duration,
         clock_start=clock_start,
         runtime_config=runtime,
+        admission=admission,
     )
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from apiserver.admission.default_toleration_seconds import DefaultTolerationSeconds
+from apiserver.admission.plugins import DEFAULT_PLUGINS, AdmissionPlugins
 from kemu.component.latency import CallLatency
 from kemu.machinery.runtime_config import RuntimeConfig
 
@@ -76,3 +77,6 @@ class ApiserverSettings:
     runtime_config: RuntimeConfig
     """--runtime-config: the API group versions enabled beyond (or disabled from) the emulated
     version's defaults (checked at start-up: kemu.machinery.kinds `resource_config`)."""
+    admission: AdmissionPlugins = DEFAULT_PLUGINS
+    """--enable-admission-plugins and --disable-admission-plugins over upstream's default-on
+    set."""

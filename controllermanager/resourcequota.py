@@ -6,10 +6,11 @@ object of a counted kind added, changed or deleted in a namespace that has quota
 namespace (upstream's replenishment controller), which gives back what deletions freed.
 
 Counted kinds: pods (with their compute requests and limits), services, persistent volume
-claims, config maps, secrets, resource quotas, the workload kinds' count/<resource> and the
-custom resources of every established CRD (count/<plural>.<group>, through
-controllermanager.custom_resources, as upstream discovers every quotable resource); the other
-built-in kinds' count/ quotas are not recomputed."""
+claims (with their storage), every other namespaced built-in kind but Events by its
+count/<resource>[.<group>] (config maps, secrets and resource quotas also by their bare
+names), and the custom resources of every established CRD (count/<plural>.<group>, through
+controllermanager.custom_resources), as upstream discovers every quotable resource. The
+informers are the shared ones the garbage collector also watches every kind with."""
 
 from __future__ import annotations
 
@@ -34,25 +35,24 @@ from kemu.client.workqueue import WorkQueue
 from kemu.component.clock import Clock
 from kemu.machinery import quota
 from kemu.machinery.errors import NotFound
-from kemu.machinery.kinds import Kind
+from kemu.machinery.kinds import KINDS, Kind
 
 logger = logging.getLogger(__name__)
 
 NAME: Final = names.RESOURCE_QUOTA
 """upstream's names.ResourceQuotaController."""
-COUNTED: Final[tuple[type[Message], ...]] = (
-    types_pb2.Pod,
-    types_pb2.Service,
-    types_pb2.PersistentVolumeClaim,
-    types_pb2.ConfigMap,
-    types_pb2.Secret,
-    types_pb2.ReplicaSet,
-    types_pb2.Deployment,
-    types_pb2.StatefulSet,
-    types_pb2.DaemonSet,
-    types_pb2.Job,
-    types_pb2.CronJob,
+IGNORED_RESOURCES: Final = frozenset({"events"})
+"""Not charged to quota (upstream pkg/quota/v1/install DefaultIgnoredResources)."""
+COUNTED: Final[tuple[Kind, ...]] = tuple(
+    k
+    for k in KINDS
+    if k.namespaced
+    and not k.custom
+    and k.resource not in IGNORED_RESOURCES
+    and k.kind != "ResourceQuota"  # (the quotas' own informer counts them)
 )
+"""The built-in kinds a quota counts: every namespaced one but Events (upstream's quotable
+resources, found by discovery: those that can be created, listed, watched and deleted)."""
 
 
 class ResourceQuotaController:
@@ -68,7 +68,7 @@ class ResourceQuotaController:
         )
         self._counted: list[Informer[Message]] = []
         for kind in COUNTED:
-            inf: Informer[Message] = informers.informer(kind)
+            inf: Informer[Message] = informers.informer(kind.message)
             inf.add_event_handler(
                 FuncHandler(self._on_object, lambda old, new: self._on_object(new), self._on_object)
             )

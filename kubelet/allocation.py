@@ -65,7 +65,14 @@ from kubelet.pod_manager import NodePods
 from kubelet.resize_action import containers_to_restart
 from kubelet.resize_metrics import ResizeMetrics
 from kubelet.resize_retry import DEFAULT_RETRY_PERIOD, TRIGGER_PERIODIC, RetryTimer, retry_key
-from kubelet.runtime import EPSILON, ContainerAllocation, PodAllocation, PodRuntime, PodState
+from kubelet.runtime import (
+    EPSILON,
+    ContainerAllocation,
+    PodAllocation,
+    PodRuntime,
+    PodState,
+    stop_exit_code,
+)
 from kubelet.settings import DEFAULT_ACTUATION_DELAY
 
 logger = logging.getLogger(__name__)
@@ -292,7 +299,7 @@ class AllocationManager:
             return False
         if rt.state == PodState.RUNNING:
             for name in containers_to_restart(pod, rt.actual, rt.allocation):
-                rt.restart_container(name, now)
+                rt.restart_container(name, now, stop_exit_code(pod))
                 logger.info("pod %s: container %s restarted for its resize", rt.key, name)
                 if self._recorder is not None:
                     self._recorder.event(

@@ -70,6 +70,7 @@ from kubelet.resize_retry import (
     TRIGGER_PODS_REMOVED,
 )
 from kubelet.runtime import (
+    DEFAULT_GRACE_PERIOD,
     EPSILON,
     EXIT_KILLED,
     EXIT_OK,
@@ -85,7 +86,6 @@ from kubelet.status_manager import StatusManager, StatusOptions
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_GRACE_PERIOD: Final = 30
 _RETRY_BASE_DELAY: Final = 0.5
 _RETRY_MAX_DELAY: Final = 30.0
 

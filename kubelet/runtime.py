@@ -3,7 +3,9 @@
 No process runs. A pod admitted at time A starts its containers at A + start-up delay; it may
 end by itself after a run duration (annotation `kubelet.kemu.io/run-duration`), exiting 0 or the
 code of the annotation `kubelet.kemu.io/exit-code` (non-zero: the pod's phase is Failed;
-container restarts are not simulated, whatever the restartPolicy). When
+a container restarts only for a resize whose resizePolicy asks for it, and then its status's
+lastState is how its previous instance ended, by the rule below for a deletion; restarts by
+restartPolicy are not simulated). When
 the pod is deleted, its containers get SIGTERM: each exits 0 after the simulated shutdown
 duration (annotation `kubelet.kemu.io/shutdown-duration`; default: at once, as a pause or nginx
 container exits on SIGTERM within a second), or is killed with 137 at the end of the grace
@@ -47,6 +49,8 @@ EPSILON: Final = 1e-3
 
 EXIT_OK: Final = 0
 EXIT_KILLED: Final = 137  # 128 + SIGKILL
+DEFAULT_GRACE_PERIOD: Final = 30
+"""A pod's terminationGracePeriodSeconds when it has none."""
 
 
 class PodState(enum.StrEnum):
@@ -166,6 +170,39 @@ def annotation_shutdown(pod: types_pb2.Pod, default: float | None) -> float | No
         return default
 
 
+def stop_exit_code(pod: types_pb2.Pod) -> int:
+    """How a running container of `pod` ends when the kubelet stops it with the pod's grace
+    period (a restart for a resize): 0 if it exits on SIGTERM within it (kemu's containers do
+    at once unless the shutdown annotation says otherwise), else killed (137)."""
+    grace = (
+        pod.spec.termination_grace_period_seconds
+        if pod.spec.HasField("termination_grace_period_seconds")
+        else DEFAULT_GRACE_PERIOD
+    )
+    shutdown = annotation_shutdown(pod, 0.0)
+    return EXIT_OK if shutdown is not None and shutdown <= grace else EXIT_KILLED
+
+
+@dataclass(frozen=True)
+class LastTermination:
+    """How a container's previous instance ended (upstream's lastState.terminated)."""
+
+    started_at: float
+    finished_at: float
+    exit_code: int
+
+    def to_json(self) -> JSONObject:
+        return {
+            "startedAt": self.started_at,
+            "finishedAt": self.finished_at,
+            "exitCode": self.exit_code,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> LastTermination:
+        return cls(float(data["startedAt"]), float(data["finishedAt"]), int(data["exitCode"]))
+
+
 @dataclass
 class PodRuntime:
     """What the kubelet knows about one admitted (or rejected) pod; checkpointed."""
@@ -209,6 +246,9 @@ class PodRuntime:
     """Container name -> restartCount (a resize whose policy is RestartContainer)."""
     restarted_at: dict[str, float] = field(default_factory=dict)
     """Container name -> when it last started, if it restarted after the pod started."""
+    last_terminated: dict[str, LastTermination] = field(default_factory=dict)
+    """Container name -> how its previous instance ended, once it restarted (its status's
+    lastState)."""
     pod_ip: str = ""
     """The IP the pod got from the node's pod CIDR (kubelet.network; "" for none yet, and
     for a hostNetwork pod, whose IP is the node's); kept after the pod ends, as its status
@@ -219,8 +259,14 @@ class PodRuntime:
     prepared_claims: dict[str, list[str]] = field(default_factory=dict)
     """DRA: the claims prepared for it, by uid, each with its devices' drivers."""
 
-    def restart_container(self, name: str, now: float) -> None:
-        """The container was killed and started again (kubelet.resize_action)."""
+    def restart_container(self, name: str, now: float, exit_code: int) -> None:
+        """The container was killed and started again (kubelet.resize_action); its previous
+        instance, which started at the pod's start or its last restart, ended now with
+        `exit_code`."""
+        started = self.restarted_at.get(
+            name, self.started_at if self.started_at is not None else self.start_at
+        )
+        self.last_terminated[name] = LastTermination(started, now, exit_code)
         self.restarts[name] = self.restarts.get(name, 0) + 1
         self.restarted_at[name] = now
 
@@ -297,6 +343,7 @@ class PodRuntime:
         if self.restarts:
             data["restarts"] = {k: v for k, v in self.restarts.items()}
             data["restartedAt"] = {k: v for k, v in self.restarted_at.items()}
+            data["lastTerminated"] = {k: v.to_json() for k, v in self.last_terminated.items()}
         if self.pod_ip:
             data["podIP"] = self.pod_ip
         if self.prepared_at is not None:
@@ -347,6 +394,10 @@ class PodRuntime:
             pending_generation=int(pending.get("generation", 0)),
             restarts={k: int(v) for k, v in dict(data.get("restarts", {})).items()},
             restarted_at={k: float(v) for k, v in dict(data.get("restartedAt", {})).items()},
+            last_terminated={
+                k: LastTermination.from_json(v)
+                for k, v in dict(data.get("lastTerminated", {})).items()
+            },
             pod_ip=str(data.get("podIP", "")),
             prepared_at=opt_float("preparedAt"),
             prepared_claims={

@@ -103,13 +103,17 @@ def _container_status(
         cs.ready = True
         cs.started = True
     else:
-        term = cs.state.terminated
-        term.exit_code = exit_code if exit_code is not None else EXIT_OK
-        term.reason = "Completed" if term.exit_code == EXIT_OK else "Error"
-        term.started_at.CopyFrom(timestamp(started_at))
-        term.finished_at.CopyFrom(timestamp(finished_at if finished_at is not None else started_at))
+        _terminated(
+            cs.state.terminated,
+            exit_code if exit_code is not None else EXIT_OK,
+            started_at,
+            finished_at if finished_at is not None else started_at,
+        )
         cs.ready = False
         cs.started = False
+    last = rt.last_terminated.get(c.name)
+    if last is not None:  # a restarted container: its previous instance's end
+        _terminated(cs.last_state.terminated, last.exit_code, last.started_at, last.finished_at)
     if not report_resources:
         return cs
     alloc = rt.allocation.get(c.name) or ContainerAllocation(
@@ -123,6 +127,15 @@ def _container_status(
     cs.resources.requests.update(actual.requests)
     cs.resources.limits.update(actual.limits)
     return cs
+
+
+def _terminated(
+    term: types_pb2.ContainerStateTerminated, exit_code: int, started: float, finished: float
+) -> None:
+    term.exit_code = exit_code
+    term.reason = "Completed" if exit_code == EXIT_OK else "Error"
+    term.started_at.CopyFrom(timestamp(started))
+    term.finished_at.CopyFrom(timestamp(finished))
 
 
 def _rejected_status(status: types_pb2.PodStatus, rt: PodRuntime) -> None:

@@ -9,14 +9,16 @@ PodGroup or a child of a CompositePodGroup) run after the object is validated. A
 PersistentVolumeClaim gets its default class from DefaultStorageClass
 (default_storage_class.py), and a new claim or volume its protection finalizer
 (storage_object_in_use_protection.py). A pod created bound, and a pods/binding, get the
-node's topology labels (PodTopologyLabels, pod_topology_labels.py). Every plugin
-kemu models is one upstream enables by default (kemu has no --enable-admission-plugins).
+node's topology labels (PodTopologyLabels, pod_topology_labels.py). Each plugin runs only
+when --enable-/--disable-admission-plugins leave it on (plugins.py: upstream's names and
+default-on set; every plugin kemu models is on by default).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+import anyio
 from google.protobuf.message import Message
 
 from apiserver.admission import (
@@ -30,6 +32,18 @@ from apiserver.admission.default_toleration_seconds import (
     admit_default_toleration_seconds,
 )
 from apiserver.admission.dra_admin_access import admin_access_spec, validate_admin_access
+from apiserver.admission.plugins import (
+    DEFAULT_PLUGINS,
+    DEFAULT_STORAGE_CLASS,
+    DEFAULT_TOLERATION_SECONDS,
+    LIMIT_RANGER,
+    POD_GROUP_PROTECTION,
+    POD_GROUP_WORKLOAD_EXISTS,
+    PRIORITY,
+    SERVICE_ACCOUNT,
+    STORAGE_OBJECT_IN_USE_PROTECTION,
+    AdmissionPlugins,
+)
 from apiserver.admission.pod_topology_labels import copy_topology_labels
 from apiserver.admission.podgroup import admit_pod_group_workload_exists
 from apiserver.admission.podgroup_protection import (
@@ -44,6 +58,7 @@ from apiserver.admission.priority import (
     admit_pod_group_priority,
     admit_priority,
 )
+from apiserver.admission.service_account import LookUp, ServiceAccountAdmission
 from apiserver.admission.service_ips import allocate
 from apiserver.storage.watch_cache import WatchCache
 from kemu.api.v1 import api_pb2, types_pb2
@@ -63,40 +78,66 @@ class AdmissionChain:
         pod_groups: PodGroupRules = DEFAULT_RULES,
         rules: VersionRules = DEFAULT_VERSION_RULES,
         topology_labels: tuple[str, ...] = (),
+        plugins: AdmissionPlugins = DEFAULT_PLUGINS,
+        live_service_account: LookUp | None = None,
     ) -> None:
         """`written`: per resource, the etcd revision of this apiserver's last write (the
-        generic store's): the Priority plugin reads its own writes."""
+        generic store's): the Priority plugin reads its own writes. `live_service_account`:
+        a ServiceAccount read from storage, for the ServiceAccount plugin's retries (None: a
+        registry of a unit test's few kinds, where the cache is all there is)."""
         self._caches = caches
         self._written = written
         self._toleration_seconds = toleration_seconds
         self._pod_groups = pod_groups
         self._rules = rules
         self._topology_labels = topology_labels
-        """The node labels PodTopologyLabels copies onto a bound pod (none: its gate is off)."""
+        """The node labels PodTopologyLabels copies onto a bound pod (none: its gate or the
+        plugin is off)."""
+        self._on = plugins.on
+        self._service_accounts = ServiceAccountAdmission(
+            self._cached_service_account,
+            live_service_account or self._cached_service_account,
+            # wall time, also with --clock virtual: the wait is for another process's write
+            # (the serviceaccount controller's), not a simulated timer
+            anyio.sleep,
+        )
 
     async def admit_create(self, obj: Message) -> None:
-        if isinstance(obj, types_pb2.Pod):  # issue #57 kinds-a: LimitRanger's defaults
-            limit_ranger.admit(obj, await self._limit_ranges(obj.metadata.namespace))
+        on = self._on
         if isinstance(obj, types_pb2.Pod):
-            admit_priority(obj, await self._priority_classes())
-            admit_default_toleration_seconds(obj, self._toleration_seconds)
+            if on(LIMIT_RANGER):  # issue #57 kinds-a: LimitRanger's defaults
+                limit_ranger.admit(obj, await self._limit_ranges(obj.metadata.namespace))
+            if on(SERVICE_ACCOUNT):
+                await self._service_accounts.admit(obj)
+            if on(PRIORITY):
+                admit_priority(obj, await self._priority_classes())
+            if on(DEFAULT_TOLERATION_SECONDS):
+                admit_default_toleration_seconds(obj, self._toleration_seconds)
             if obj.spec.node_name and self._topology_labels:
                 node = await self._node(obj.spec.node_name)
                 copy_topology_labels(obj.metadata.labels, node, self._topology_labels)
         elif isinstance(obj, types_pb2.PodGroup):
-            classes = await self._priority_classes()
-            admit_pod_group_priority(obj, classes, self._pod_groups)
-            admit_pod_group_protection(obj, self._pod_groups)
+            if on(PRIORITY):
+                classes = await self._priority_classes()
+                admit_pod_group_priority(obj, classes, self._pod_groups)
+            if on(POD_GROUP_PROTECTION):
+                admit_pod_group_protection(obj, self._pod_groups)
         elif isinstance(obj, types_pb2.CompositePodGroup):
-            classes = await self._priority_classes()
-            admit_composite_pod_group_priority(obj, classes, self._pod_groups)
-            admit_composite_pod_group_protection(obj, self._pod_groups)
+            if on(PRIORITY):
+                classes = await self._priority_classes()
+                admit_composite_pod_group_priority(obj, classes, self._pod_groups)
+            if on(POD_GROUP_PROTECTION):
+                admit_composite_pod_group_protection(obj, self._pod_groups)
         elif isinstance(obj, types_pb2.PersistentVolumeClaim):
-            default_storage_class.admit(obj, await self._storage_classes(), self._rules)
-            storage_object_in_use_protection.admit(obj)
+            if on(DEFAULT_STORAGE_CLASS):
+                default_storage_class.admit(obj, await self._storage_classes(), self._rules)
+            if on(STORAGE_OBJECT_IN_USE_PROTECTION):
+                storage_object_in_use_protection.admit(obj)
         elif isinstance(obj, types_pb2.PersistentVolume):
-            storage_object_in_use_protection.admit(obj)
+            if on(STORAGE_OBJECT_IN_USE_PROTECTION):
+                storage_object_in_use_protection.admit(obj)
         elif isinstance(obj, types_pb2.Service):
+            # the REST storage's allocators, not a plugin: always
             services = self._caches["services"].objects()
             allocate(obj, (co.obj for co in services if isinstance(co.obj, types_pb2.Service)))
 
@@ -105,11 +146,15 @@ class AdmissionChain:
         upstream's validating admission follows the strategy's Validate. (ResourceQuota,
         last, charges the quota: the registry runs it, apiserver/admission/
         resource_quota.py.)"""
-        if isinstance(obj, types_pb2.Pod):  # issue #57 kinds-a: LimitRanger's bounds
+        on = self._on
+        if not on(LIMIT_RANGER):
+            pass
+        elif isinstance(obj, types_pb2.Pod):  # issue #57 kinds-a: LimitRanger's bounds
             limit_ranger.validate(obj, await self._limit_ranges(obj.metadata.namespace))
         elif isinstance(obj, types_pb2.PersistentVolumeClaim):  # issue #57 gcquota
             limit_ranger.validate_pvc(obj, await self._limit_ranges(obj.metadata.namespace))
-        if isinstance(obj, types_pb2.Pod) and (group := referenced_pod_group(obj)):
+        protection = on(POD_GROUP_PROTECTION)
+        if protection and isinstance(obj, types_pb2.Pod) and (group := referenced_pod_group(obj)):
             named = await self._fresh_one("podgroups", obj.metadata.namespace, group)
             validate_pod_group_not_deleting(
                 obj, [named] if isinstance(named, types_pb2.PodGroup) else [], self._pod_groups
@@ -122,15 +167,17 @@ class AdmissionChain:
             validate_admin_access(
                 obj, namespace if isinstance(namespace, types_pb2.Namespace) else None
             )
-        if isinstance(obj, types_pb2.PodGroup):
+        if isinstance(obj, types_pb2.PodGroup) and on(POD_GROUP_WORKLOAD_EXISTS):
             workloads = await self._fresh("workloads")
             admit_pod_group_workload_exists(
                 obj,
                 (w for w in workloads if isinstance(w, types_pb2.Workload)),
                 self._pod_groups,
             )
-        if isinstance(obj, types_pb2.PodGroup | types_pb2.CompositePodGroup) and obj.spec.HasField(
-            "parent_composite_pod_group_name"
+        if (
+            protection
+            and isinstance(obj, types_pb2.PodGroup | types_pb2.CompositePodGroup)
+            and obj.spec.HasField("parent_composite_pod_group_name")
         ):
             composites = await self._fresh("compositepodgroups")
             validate_parent_not_deleting(
@@ -147,12 +194,14 @@ class AdmissionChain:
             copy_topology_labels(binding.metadata.labels, node, self._topology_labels)
 
     def admit_update(self, obj: Message) -> None:
-        if isinstance(obj, types_pb2.Pod):
+        if isinstance(obj, types_pb2.Pod) and self._on(DEFAULT_TOLERATION_SECONDS):
             admit_default_toleration_seconds(obj, self._toleration_seconds)
 
     async def validate_update(self, obj: Message, subresource: str) -> None:
         """The validating plugins on an update (of `subresource`, "" the object): LimitRanger
         on a pod's resize and on a PersistentVolumeClaim (issue #57 gcquota)."""
+        if not self._on(LIMIT_RANGER):
+            return
         if isinstance(obj, types_pb2.Pod) and subresource == RESIZE.name:
             limit_ranger.validate(obj, await self._limit_ranges(obj.metadata.namespace))
         elif isinstance(obj, types_pb2.PersistentVolumeClaim) and not subresource:
@@ -162,6 +211,14 @@ class AdmissionChain:
         if "limitranges" not in self._caches:  # (a registry of a unit test's few kinds)
             return []
         return limit_ranger.in_namespace(await self._fresh("limitranges"), namespace)
+
+    async def _cached_service_account(
+        self, namespace: str, name: str
+    ) -> types_pb2.ServiceAccount | None:
+        if "serviceaccounts" not in self._caches:  # (a registry of a unit test's few kinds)
+            return None
+        found = await self._fresh_one("serviceaccounts", namespace, name)
+        return found if isinstance(found, types_pb2.ServiceAccount) else None
 
     async def _node(self, name: str) -> types_pb2.Node | None:
         if "nodes" not in self._caches:  # (a registry of a unit test's few kinds)

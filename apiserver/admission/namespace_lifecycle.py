@@ -37,11 +37,20 @@ class NamespaceLifecycle:
         live: LiveLookUp,
         *,
         clock: Clock | None = None,
+        enabled: bool = True,
     ) -> None:
+        """`enabled`: the plugin is on (--disable-admission-plugins=NamespaceLifecycle: off,
+        and then content may be created in a namespace that does not exist, and default,
+        kube-system and kube-public may be deleted, as upstream without the plugin)."""
+        self.enabled = enabled
         self._cached = cached
         self._live = live
         self._now = (clock or RealClock()).monotonic
         self._force_live: dict[str, float] = {}  # namespace -> until
+
+    def check_deletable(self, name: str) -> None:
+        if self.enabled:
+            check_deletable(name)
 
     def deleting(self, name: str) -> None:
         """A delete of namespace `name` went through: trust only storage about it for a while."""
@@ -52,6 +61,8 @@ class NamespaceLifecycle:
 
     async def admit_create(self, resource: str, name: str, namespace: str) -> None:
         """Raises NotFound or Forbidden unless `namespace` exists and is not terminating."""
+        if not self.enabled:
+            return
         ns = self._cached(namespace)
         until = self._force_live.get(namespace)
         if ns is None or (until is not None and until > self._now() and not is_terminating(ns)):

@@ -27,7 +27,14 @@ from apiserver.admission.default_toleration_seconds import (
     DEFAULT_TOLERATIONS,
     DefaultTolerationSeconds,
 )
-from apiserver.admission.namespace_lifecycle import NamespaceLifecycle, check_deletable
+from apiserver.admission.namespace_lifecycle import NamespaceLifecycle
+from apiserver.admission.plugins import (
+    DEFAULT_PLUGINS,
+    NAMESPACE_LIFECYCLE,
+    POD_TOPOLOGY_LABELS,
+    RESOURCE_QUOTA,
+    AdmissionPlugins,
+)
 from apiserver.admission.pod_topology_labels import TOPOLOGY_LABELS
 from apiserver.admission.resource_quota import ResourceQuotaAdmission
 from apiserver.registry.eviction import EvictionREST
@@ -75,6 +82,7 @@ logger = logging.getLogger(__name__)
 
 _POD: Final = BY_KIND["Pod"]
 _NAMESPACE: Final = BY_KIND["Namespace"]
+_SERVICE_ACCOUNT: Final = BY_KIND["ServiceAccount"]
 
 
 @dataclass(frozen=True)
@@ -87,6 +95,8 @@ class RegistrySettings:
     toleration_seconds: DefaultTolerationSeconds = DEFAULT_TOLERATIONS
     runtime_config: RuntimeConfig = NO_RUNTIME_CONFIG
     """--runtime-config: with the version and the gates, what is served (`Served.at`)."""
+    admission: AdmissionPlugins = DEFAULT_PLUGINS
+    """The admission plugins enabled (--enable-/--disable-admission-plugins)."""
 
 
 class Registry:
@@ -102,20 +112,32 @@ class Registry:
         self._strategy_options = strategy_options(settings.gates)
         self._clock = self.store.clock
         self._now = self._clock.now
+        plugins = settings.admission
         self.admission = AdmissionChain(
             caches,
             self.store.written,
             settings.toleration_seconds,
             self._strategy_options.pod_groups,
             VersionRules.at(settings.version),
-            TOPOLOGY_LABELS if settings.gates.enabled(POD_TOPOLOGY_LABELS_ADMISSION) else (),
+            TOPOLOGY_LABELS
+            if settings.gates.enabled(POD_TOPOLOGY_LABELS_ADMISSION)
+            and plugins.on(POD_TOPOLOGY_LABELS)
+            else (),
+            plugins,
+            self._live_service_account,
         )
         self.lifecycle = NamespaceLifecycle(
-            self._cached_namespace, self._live_namespace, clock=self._clock
+            self._cached_namespace,
+            self._live_namespace,
+            clock=self._clock,
+            enabled=plugins.on(NAMESPACE_LIFECYCLE),
         )
         self.fields = FieldTracker()  # issue #57: managedFields
         self._eviction_rules = VersionRules.at(settings.version)
-        self._quota_cache = caches.get(BY_KIND["ResourceQuota"].resource)  # issue #57 kinds-a
+        # issue #57 kinds-a; without the plugin there is no quota to charge
+        self._quota_cache = (
+            caches.get(BY_KIND["ResourceQuota"].resource) if plugins.on(RESOURCE_QUOTA) else None
+        )
         self.served = Served.at(
             settings.version.minor, settings.gates.enabled, settings.runtime_config
         )
@@ -177,6 +199,16 @@ class Registry:
         obj = self.store.cached(_NAMESPACE, "", name)
         return obj if isinstance(obj, types_pb2.Namespace) else None
 
+    async def _live_service_account(
+        self, namespace: str, name: str
+    ) -> types_pb2.ServiceAccount | None:
+        try:
+            obj = (await self.read(_SERVICE_ACCOUNT, namespace, name)).obj
+        except NotFound:
+            return None
+        assert isinstance(obj, types_pb2.ServiceAccount)
+        return obj
+
     async def _live_namespace(self, name: str) -> types_pb2.Namespace | None:
         try:
             obj = (await self.read(_NAMESPACE, "", name)).obj
@@ -190,7 +222,7 @@ class Registry:
     ) -> Message:
         """The first delete marks the namespace Terminating; once the namespace controller has
         removed its finalizer (see `patch` with the finalize subresource), it is removed."""
-        check_deletable(name)
+        self.lifecycle.check_deletable(name)
         current = await self.read(_NAMESPACE, "", name)
         ns = current.obj
         assert isinstance(ns, types_pb2.Namespace)

@@ -20,6 +20,7 @@ from kemu.ctl.common import (
 from kemu.ctl.manifests import Manifest
 from kemu.ctl.wait import parse_timeout, wait_deleted
 from kemu.machinery import convert, kinds
+from kemu.machinery import patch as patches
 from kemu.machinery.defaults import set_defaults
 from kemu.machinery.delete_options import BACKGROUND, FOREGROUND, ORPHAN
 from kemu.machinery.errors import ApiError, BadRequest, NotFound
@@ -81,10 +82,21 @@ async def apply_one(ctx: Context, kind: kinds.Kind, obj: Message, ns: str) -> st
         return "created"
     patch = apply_patch(obj)
     current = convert.to_dict(live)
-    if _defaulted(kind, convert.merge_patch(current, patch)) == _defaulted(kind, current):
+    merged = patches.apply(patches.STRATEGIC, current, patch, kind)
+    if _defaulted(kind, merged) == _defaulted(kind, current):
         return "unchanged"
-    await ctx.client.patch(kind.message, name, patch, ns)
+    assert isinstance(merged, dict)
+    await ctx.client.patch(kind.message, name, _as_merge_patch(patch, merged), ns)
     return "configured"
+
+
+def _as_merge_patch(patch: JSONObject, merged: JSONObject) -> JSONObject:
+    """The strategic merge of the manifest over the live object (kubectl apply's: lists such
+    as containers and volumes merged by their keys, so that what the server added to the
+    live object, e.g. ServiceAccount admission's token volume and its mounts, is kept) as
+    the JSON merge patch the API takes: each of the manifest's fields as merged, its
+    metadata as given."""
+    return {k: (v if k == "metadata" else merged.get(k)) for k, v in patch.items()}
 
 
 def _selected(

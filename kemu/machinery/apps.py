@@ -34,7 +34,7 @@ DEFAULT_PROGRESS_DEADLINE_SECONDS: Final = 600
 
 _PERCENT: Final = re.compile(r"^[0-9]+%$")
 # k8s.io/apimachinery/pkg/util/rand SafeEncodeString's alphabet: no vowels, no 0/1/3.
-_SAFE_ALPHANUMS: Final = "bcdfghjklmnpqrstvwxz2456789"
+SAFE_ALPHANUMS: Final = "bcdfghjklmnpqrstvwxz2456789"
 _FNV32_OFFSET: Final = 0x811C9DC5
 _FNV32_PRIME: Final = 0x01000193
 
@@ -122,7 +122,7 @@ def fnv32a(data: bytes) -> int:
 
 def safe_encode(text: str) -> str:
     """rand.SafeEncodeString: each character mapped into an alphabet that cannot spell words."""
-    return "".join(_SAFE_ALPHANUMS[ord(ch) % len(_SAFE_ALPHANUMS)] for ch in text)
+    return "".join(SAFE_ALPHANUMS[ord(ch) % len(SAFE_ALPHANUMS)] for ch in text)
 
 
 def template_without_hash(template: types_pb2.PodTemplateSpec) -> types_pb2.PodTemplateSpec:

@@ -57,6 +57,8 @@ DEFAULT_CLUSTER_CIDR: Final = "10.128.0.0/11"
 """The pod network of a test cluster's controller-manager (--cluster-cidr): 8192 /24 node
 ranges, for the benchmarks' thousands of hollow nodes (the Procfile's 10.244.0.0/16, kind's,
 has 256); outside the apiserver's service range 10.96.0.0/12."""
+NO_SERVICE_ACCOUNTS: Final = ("ServiceAccount",)
+"""A test apiserver's --disable-admission-plugins by default (`Cluster.start_apiserver`)."""
 
 
 def format_feature_gates(gates: Mapping[str, bool]) -> str:
@@ -318,8 +320,13 @@ class Cluster:
         extra_args: Sequence[str] = (),
         wait: bool = True,
         rest: bool = False,
+        disable_admission_plugins: Sequence[str] = NO_SERVICE_ACCOUNTS,
     ) -> Component:
         """Start `python -m apiserver` on etcd; the first one started is `self.server`.
+        `disable_admission_plugins` is its --disable-admission-plugins: by default
+        ServiceAccount, which refuses every pod of a namespace whose `default` ServiceAccount
+        the controller-manager has not created, and most tests run none; a test that runs a
+        controller-manager and wants upstream's pods (the token volume) passes ().
         With `rest`, it also serves the Kubernetes REST API (`self.rest_url`,
         `write_kubeconfig`). `runtime_config` is its --runtime-config: a gate's API group
         version that upstream leaves off by default (every alpha one, beta from 1.24, e.g.
@@ -338,6 +345,11 @@ class Cluster:
             "--port", str(port),
             *rest_args,
             *(["--runtime-config", format_runtime_config(runtime_config)] if runtime_config else []),
+            *(
+                ["--disable-admission-plugins", ",".join(disable_admission_plugins)]
+                if disable_admission_plugins
+                else []
+            ),
             *extra_args,
         ]  # fmt: skip
         proc = self.start_component(

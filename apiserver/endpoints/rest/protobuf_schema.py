@@ -511,6 +511,7 @@ SCHEMA: Final[Messages] = {
     "ContainerStatus": {
         1: ("name", "string"),
         2: ("state", "ContainerState"),
+        3: ("lastState", "ContainerState"),
         4: ("ready", "bool"),
         5: ("restartCount", "int"),
         6: ("image", "string"),

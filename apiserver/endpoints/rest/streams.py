@@ -12,9 +12,21 @@ for the kubelet:
   simulated container runs no process, and end with upstream's NonZeroExitCode Status (exit
   code 126, "cannot execute"), which kubectl reports as `command terminated with exit code 126`
   and exits with. `kubectl cp` runs `tar` through exec and reports the same.
-- SPDY (kubectl's fallback, and port-forward's protocol, which kubectl 1.32 tunnels over a
-  WebSocket): not spoken. port-forward, and exec or attach asking for SPDY only, get a 400
-  Status saying why, which kubectl prints as `error upgrading connection: ...`.
+- port-forward upgrades to a WebSocket tunnelling SPDY/3.1 (subprotocol
+  `SPDY/3.1+portforward.k8s.io`, as kubectl 1.32 dials it: client-go tools/portforward
+  tunneling_connection.go; the framing is spdy.py), replies to each stream kubectl opens, and
+  for each forwarded connection (an error and a data stream of one requestID, as upstream's
+  kubelet pairs them: pkg/kubelet/cri/streaming/portforward/httpstream.go) writes on the error
+  stream that nothing listens on the port in the simulated pod, then ends both streams: kubectl
+  prints `an error occurred forwarding L -> P: ...` and the local connection is closed. A
+  PING is answered; the connection lasts until kubectl closes it. A client that does not
+  offer that subprotocol (the official Python client) gets the WebSocket channel protocol of
+  upstream's kubelet (v4.channel.k8s.io: per port of the query's `ports`, a data and an error
+  channel opened with the port number), the same message on each error channel, and the
+  close.
+- SPDY over a plain HTTP upgrade (kubectl's fallback): not spoken. exec, attach or
+  port-forward asking for it get a 400 Status saying why, which kubectl prints as `error
+  upgrading connection: ...`.
 
 Before any upgrade the request is checked as upstream: the pod (404), the container (400
 `container x is not valid for pod p`, or the choice among several), a pod not bound or not
@@ -25,14 +37,18 @@ sends stdin is not read (its bytes are dropped by the close).
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from typing import Final
 
-from aiohttp import web
+from aiohttp import WSMsgType, web
 
+from apiserver.endpoints.rest import spdy
 from apiserver.endpoints.rest.logs import container_name
 from kemu.api.v1 import types_pb2
 from kemu.machinery.errors import BadRequest
+
+logger = logging.getLogger(__name__)
 
 EXEC: Final = "exec"
 ATTACH: Final = "attach"
@@ -44,6 +60,16 @@ V4: Final = "v4.channel.k8s.io"
 CHANNEL_PROTOCOLS: Final = (V5, V4, "v3.channel.k8s.io", "v2.channel.k8s.io", "channel.k8s.io")
 _STATUS_PROTOCOLS: Final = frozenset({V5, V4})
 """The protocols whose error channel carries a metav1.Status (v4 on); the elders carry text."""
+
+SPDY_PORT_FORWARD: Final = "SPDY/3.1+portforward.k8s.io"
+"""port-forward's SPDY tunnelled over a WebSocket (WebsocketsSPDYTunnelingPortForwardV1)."""
+# The stream headers of port-forward (core/v1 constants: StreamType, PortHeader,
+# PortForwardRequestIDHeader), lower-cased as SPDY/3 sends them.
+STREAM_TYPE_HEADER: Final = "streamtype"
+STREAM_TYPE_ERROR: Final = "error"
+STREAM_TYPE_DATA: Final = "data"
+PORT_HEADER: Final = "port"
+REQUEST_ID_HEADER: Final = "requestid"
 
 STDERR: Final = 2
 ERROR: Final = 3
@@ -112,16 +138,13 @@ async def serve(
     """Answers pods/exec, pods/attach or pods/portforward for `pod` (as read)."""
     container = check_target(pod, dict(request.query), subresource)
     name = pod.metadata.name
-    if subresource == PORT_FORWARD:
-        raise BadRequest(
-            f'kemu: pod "{name}" is simulated and its containers run no process: nothing '
-            "listens on any port, so there is nothing to forward to"
-        )
     if not _wants_websocket(request):
         raise BadRequest(
             f'kemu: pod "{name}" is simulated and its containers run no process: kemu '
             f"answers {subresource} over WebSocket ({V5}) only, not SPDY"
         )
+    if subresource == PORT_FORWARD:
+        return await _port_forward(request, pod)
     command = request.query.getall("command", []) if subresource == EXEC else []
     action = f"execute [{' '.join(command)}]" if subresource == EXEC else "attach to"
     ws = web.WebSocketResponse(protocols=CHANNEL_PROTOCOLS, timeout=_CLOSE_TIMEOUT)
@@ -135,4 +158,85 @@ async def serve(
         error = str(status["message"]).encode()
     await ws.send_bytes(bytes([ERROR]) + error)
     await ws.close()
+    return ws
+
+
+def no_listener_message(pod: types_pb2.Pod, port: str) -> str:
+    """What the error stream of a forwarded connection says (upstream's kubelet: `error
+    forwarding port P to pod ...: ... connection refused`)."""
+    return (
+        f"error forwarding port {port} to pod {pod.metadata.name}, uid {pod.metadata.uid}: kemu: "
+        f'pod "{pod.metadata.name}" is simulated and its containers run no process: nothing '
+        f"listens on port {port} (connection refused)"
+    )
+
+
+async def _port_forward(request: web.BaseRequest, pod: types_pb2.Pod) -> web.StreamResponse:
+    """kubectl's SPDY tunnel when it is offered, else the channel protocol."""
+    offered = {p.strip() for p in request.headers.get("Sec-WebSocket-Protocol", "").split(",")}
+    if SPDY_PORT_FORWARD in offered:
+        return await _port_forward_spdy(request, pod)
+    return await _port_forward_channels(request, pod)
+
+
+async def _port_forward_channels(
+    request: web.BaseRequest, pod: types_pb2.Pod
+) -> web.StreamResponse:
+    """The WebSocket channel protocol of port-forward (v4.channel.k8s.io, or none: binary;
+    the official Python client's; upstream's kubelet pkg/kubelet/cri/streaming/portforward/
+    websocket.go): the `ports` of the query, each with a data channel 2i and an error channel
+    2i+1, both opened with the port as 16 bits little-endian; the error channel then says
+    that nothing listens, and the connection ends."""
+    ports: list[int] = []
+    for text in (p for value in request.query.getall("ports", []) for p in value.split(",")):
+        if not text.strip().isdigit() or not 0 < int(text) < 65536:
+            raise BadRequest(f'invalid port "{text}": a port is a number from 1 to 65535')
+        ports.append(int(text))
+    if not ports:
+        raise BadRequest('query parameter "port" is required')
+    ws = web.WebSocketResponse(protocols=(V4,), timeout=_CLOSE_TIMEOUT)
+    await ws.prepare(request)
+    for i, port in enumerate(ports):
+        for channel in (2 * i, 2 * i + 1):
+            await ws.send_bytes(bytes([channel]) + port.to_bytes(2, "little"))
+    for i, port in enumerate(ports):
+        line = no_listener_message(pod, str(port))
+        await ws.send_bytes(bytes([2 * i + 1]) + line.encode())
+    await ws.close()
+    return ws
+
+
+async def _port_forward_spdy(request: web.BaseRequest, pod: types_pb2.Pod) -> web.StreamResponse:
+    ws = web.WebSocketResponse(protocols=(SPDY_PORT_FORWARD,), timeout=_CLOSE_TIMEOUT)
+    await ws.prepare(request)
+    reader, writer = spdy.Reader(), spdy.Writer()
+    pending: dict[str, dict[str, int]] = {}
+    """Per requestID, its streams by type until both are open."""
+    try:
+        async for message in ws:
+            if message.type != WSMsgType.BINARY:
+                break
+            for frame in reader.feed(message.data):
+                if not frame.control:
+                    continue  # the local side's bytes, or its end: nothing reads them
+                if frame.kind == spdy.PING:
+                    await ws.send_bytes(writer.ping(frame))
+                elif frame.kind == spdy.GOAWAY:
+                    return ws
+                elif frame.kind == spdy.SYN_STREAM:
+                    headers = reader.headers(frame)
+                    await ws.send_bytes(writer.syn_reply(frame.stream_id))
+                    streams = pending.setdefault(headers.get(REQUEST_ID_HEADER, ""), {})
+                    streams[headers.get(STREAM_TYPE_HEADER, "")] = frame.stream_id
+                    if STREAM_TYPE_ERROR in streams and STREAM_TYPE_DATA in streams:
+                        del pending[headers.get(REQUEST_ID_HEADER, "")]
+                        line = no_listener_message(pod, headers.get(PORT_HEADER, "?"))
+                        await ws.send_bytes(
+                            writer.data(streams[STREAM_TYPE_ERROR], line.encode(), fin=True)
+                        )
+                        await ws.send_bytes(writer.data(streams[STREAM_TYPE_DATA], b"", fin=True))
+    except spdy.ProtocolError as e:
+        logger.info("port-forward of pod %s/%s: %s", pod.metadata.namespace, pod.metadata.name, e)
+    finally:
+        await ws.close()
     return ws

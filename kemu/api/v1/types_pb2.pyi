@@ -1117,7 +1117,7 @@ class ContainerState(_message.Message):
     def __init__(self, waiting: _Optional[_Union[ContainerStateWaiting, _Mapping]] = ..., running: _Optional[_Union[ContainerStateRunning, _Mapping]] = ..., terminated: _Optional[_Union[ContainerStateTerminated, _Mapping]] = ...) -> None: ...
 
 class ContainerStatus(_message.Message):
-    __slots__ = ("name", "state", "ready", "restart_count", "image", "started", "allocated_resources", "resources")
+    __slots__ = ("name", "state", "ready", "restart_count", "image", "started", "allocated_resources", "resources", "last_state")
     class AllocatedResourcesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -1133,6 +1133,7 @@ class ContainerStatus(_message.Message):
     STARTED_FIELD_NUMBER: _ClassVar[int]
     ALLOCATED_RESOURCES_FIELD_NUMBER: _ClassVar[int]
     RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    LAST_STATE_FIELD_NUMBER: _ClassVar[int]
     name: str
     state: ContainerState
     ready: bool
@@ -1141,7 +1142,8 @@ class ContainerStatus(_message.Message):
     started: bool
     allocated_resources: _containers.ScalarMap[str, str]
     resources: ResourceRequirements
-    def __init__(self, name: _Optional[str] = ..., state: _Optional[_Union[ContainerState, _Mapping]] = ..., ready: _Optional[bool] = ..., restart_count: _Optional[int] = ..., image: _Optional[str] = ..., started: _Optional[bool] = ..., allocated_resources: _Optional[_Mapping[str, str]] = ..., resources: _Optional[_Union[ResourceRequirements, _Mapping]] = ...) -> None: ...
+    last_state: ContainerState
+    def __init__(self, name: _Optional[str] = ..., state: _Optional[_Union[ContainerState, _Mapping]] = ..., ready: _Optional[bool] = ..., restart_count: _Optional[int] = ..., image: _Optional[str] = ..., started: _Optional[bool] = ..., allocated_resources: _Optional[_Mapping[str, str]] = ..., resources: _Optional[_Union[ResourceRequirements, _Mapping]] = ..., last_state: _Optional[_Union[ContainerState, _Mapping]] = ...) -> None: ...
 
 class PodIP(_message.Message):
     __slots__ = ("ip",)

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Callable
 import anyio
 import pytest
 
+from apiserver.admission.plugins import SERVICE_ACCOUNT, AdmissionPlugins
 from apiserver.registry.registry import Registry, RegistrySettings
 from apiserver.storage.etcd import EtcdStore, Progress, StorageEvent
 from apiserver.storage.watch_cache import WatchCache
@@ -59,7 +60,11 @@ async def test_a_pod_created_right_after_its_priority_class_gets_its_value(
     store: HeldWatchStore,
 ) -> None:
     caches = {k.resource: WatchCache(store, k) for k in KINDS}
-    registry = Registry(store, caches, RegistrySettings(FeatureGates.for_version(DEFAULT_VERSION)))
+    settings = RegistrySettings(
+        FeatureGates.for_version(DEFAULT_VERSION),
+        admission=AdmissionPlugins.from_flags([], [SERVICE_ACCOUNT]),  # no controller-manager
+    )
+    registry = Registry(store, caches, settings)
     async with anyio.create_task_group() as tg:
         for cache in caches.values():
             await tg.start(cache.run)

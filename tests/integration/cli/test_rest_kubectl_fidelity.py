@@ -9,6 +9,7 @@ kubectl is not on PATH.
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import time
 import urllib.error
@@ -16,8 +17,12 @@ import urllib.request
 from collections.abc import Iterator
 
 import pytest
+from kubernetes import client as k8s
+from kubernetes import config
+from kubernetes.stream import portforward
 
 from kemu.testing.cluster import Cluster
+from kemu.testing.ports import free_port
 from tests.integration.cli.kubectl_env import KUBECTL, Kubectl
 
 pytestmark = [
@@ -129,15 +134,58 @@ def test_s_api_exec_2_attach_and_cp_answer_likewise(
 def test_s_api_exec_3_port_forward_ends_with_a_clear_message(
     kubectl: Kubectl, running: tuple[str, str]
 ) -> None:
-    """S-API-EXEC-3: nothing listens in a simulated container: port-forward ends at once with
-    a message saying so (kubectl: `error upgrading connection: ...`), it does not hang."""
+    """S-API-EXEC-3 (issue #57 item 6): `kubectl port-forward` upgrades (SPDY/3.1 tunnelled
+    over a WebSocket) and prints "Forwarding from"; a local connection to the forwarded port
+    is closed at once and kubectl prints the error stream's message: nothing listens in a
+    simulated container. Nothing hangs."""
     ns, name = running
+    assert KUBECTL is not None
+    local = free_port()
+    proc = subprocess.Popen(
+        [KUBECTL, "port-forward", f"pod/{name}", "-n", ns, f"{local}:80"],
+        env=kubectl.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
-        proc = kubectl.run("port-forward", f"pod/{name}", "-n", ns, ":80", check=False, timeout=15)
-    except subprocess.TimeoutExpired:
-        pytest.fail("kubectl port-forward hung")
-    assert proc.returncode != 0
-    assert "nothing listens on any port" in proc.stderr, proc.stderr
+        assert proc.stdout is not None
+        first = proc.stdout.readline()  # (kubectl writes it once the tunnel is up)
+        assert first.startswith(f"Forwarding from 127.0.0.1:{local} -> 80"), first
+        with socket.create_connection(("127.0.0.1", local), timeout=10) as conn:
+            conn.settimeout(10)
+            conn.sendall(b"GET / HTTP/1.0\r\n\r\n")
+            assert conn.recv(1024) == b""  # closed, not left hanging
+    finally:
+        proc.terminate()
+        try:
+            _, err = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            pytest.fail("kubectl port-forward did not end on SIGTERM")
+    assert (
+        f"an error occurred forwarding {local} -> 80: error forwarding port 80 to pod {name}"
+    ) in err, err
+    assert "is simulated and its containers run no process: nothing listens on port 80" in err
+
+
+def test_s_api_exec_3b_python_client_port_forward_gets_the_message(
+    cluster: Cluster, running: tuple[str, str]
+) -> None:
+    """S-API-EXEC-3 through the official Python client (issue #57 item 6), which speaks the
+    WebSocket channel protocol of port-forward: its local socket is closed at once and the
+    port's error is the simulated pod's message."""
+    ns, name = running
+    api = config.new_client_from_config(str(cluster.root / "kubeconfig"))  # type: ignore[no-untyped-call]
+    core = k8s.CoreV1Api(api)
+    pf = portforward(core.connect_get_namespaced_pod_portforward, name, ns, ports="80")
+    sock = pf.socket(80)
+    sock.settimeout(10)
+    assert sock.recv(1024) == b""  # closed, not left hanging
+    error = pf.error(80)
+    assert error is not None and f"error forwarding port 80 to pod {name}" in error, error
+    assert "nothing listens on port 80" in error
+    pf.close()
 
 
 def test_s_api_exec_4_a_missing_pod_or_container_is_upstreams_error(

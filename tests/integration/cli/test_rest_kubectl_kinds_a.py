@@ -505,3 +505,33 @@ def test_s_api_quota_upd_5_service_type_and_pod_resize(kubectl: Kubectl, updates
         'pods "r" is forbidden: [maximum cpu usage per Container is 3, but limit is 4, '
         "maximum cpu usage per Container is 3, but request is 4]"
     ) in err
+
+
+def test_s_api_quota_count_1_every_namespaced_builtin_kind_is_counted(kubectl: Kubectl) -> None:
+    """S-API-QUOTA-COUNT-1 (issue #57 item 4): a quota on count/<resource>.<group> of a kind
+    beyond the workloads (Roles, Leases) refuses the object past it, and the resourcequota
+    controller, which counts every namespaced built-in kind but Events, gives the count back
+    when one is deleted."""
+    ns = kubectl.namespace("quota-count")
+    roles, leases = "count/roles.rbac.authorization.k8s.io", "count/leases.coordination.k8s.io"
+    kubectl.run("create", "quota", "q", "-n", ns, f"--hard={roles}=1,{leases}=2")
+
+    def used() -> dict[str, str]:
+        status = kubectl.json("get", "quota", "q", "-n", ns).get("status", {})
+        return dict(status.get("used", {})) if status.get("hard") else {}
+
+    _wait(lambda: used() == {roles: "0", leases: "0"}, "the quota's first status")
+    kubectl.run("create", "role", "r1", "-n", ns, "--verb=get", "--resource=pods")
+    refused = kubectl.run(
+        "create", "role", "r2", "-n", ns, "--verb=get", "--resource=pods", check=False
+    )
+    assert refused.returncode == 1
+    assert f"exceeded quota: q, requested: {roles}=1, used: {roles}=1" in refused.stderr
+    lease = (
+        f"apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata: {{name: l, namespace: {ns}}}\n"
+    )
+    kubectl.run("apply", "-f", "-", stdin=lease)
+    _wait(lambda: used() == {roles: "1", leases: "1"}, "roles 1 and leases 1 used")
+    kubectl.run("delete", "role", "r1", "-n", ns)
+    _wait(lambda: used() == {roles: "0", leases: "1"}, "the role's count given back")
+    kubectl.run("create", "role", "r2", "-n", ns, "--verb=get", "--resource=pods")

@@ -301,13 +301,25 @@ spec:
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     with Cluster(tmp_path_factory.mktemp("typed")) as c:
         c.start_etcd(unsafe_no_fsync=True)
-        c.start_apiserver(rest=True)
+        # upstream's admission chain, ServiceAccount included, and the controllers that
+        # make what its pods reference (the default account, kube-root-ca.crt)
+        c.start_apiserver(rest=True, disable_admission_plugins=())
         c.start_controllermanager(
-            extra_args=["--controllers", "nodeipam,deployment,replicaset,disruption"]
+            extra_args=[
+                "--controllers",
+                "nodeipam,deployment,replicaset,disruption,serviceaccount,root-ca-cert-publisher",
+            ]
         )
         c.start_kubelet(NODE)
         c.write_kubeconfig()
         kubectl = Kubectl(c)
+        # the namespace's default account first: the plugin waits for it only 1-2 s, as
+        # upstream's, and the controller-manager may be slower on a loaded CI machine
+        kubectl.run("create", "namespace", NS)
+        eventually_sync(
+            lambda: kubectl.run("get", "-n", NS, "sa/default", check=False).returncode == 0,
+            message="the default ServiceAccount",
+        )
         kubectl.run("apply", "-f", "-", stdin=MANIFEST)
         kubectl.run("wait", "-n", NS, "--for=condition=Ready", "pod/run", "--timeout=20s")
         yield c
@@ -419,6 +431,91 @@ def test_every_served_kind_through_kubectl_get_json_and_explain(kubectl: Kubectl
     assert re.search(r"imageID\s+<string> -required-", out), out
     out = kubectl.run("explain", "deployments.spec").stdout
     assert "DeploymentSpec is the specification of the desired behavior" in out, out
+
+
+def test_pods_get_the_default_service_account_and_the_kube_api_access_volume(
+    api_client: k8s.ApiClient, kubectl: Kubectl
+) -> None:
+    """Issue #57 item 5, the ServiceAccount admission plugin as upstream: a pod without an
+    account gets `default` and the projected token volume mounted in every container (one
+    from kubectl, one from the deployment controller), read back by kubectl and by the
+    typed client; a missing account is refused with upstream's message; automount false
+    mounts nothing."""
+    pod = kubectl.json("get", "-n", NS, "pod/run", "-o", "json")
+    spec = pod["spec"]
+    assert spec["serviceAccountName"] == "default" and spec["serviceAccount"] == "default"
+    [volume] = spec["volumes"]
+    assert re.fullmatch(r"kube-api-access-[bcdfghjklmnpqrstvwxz2456789]{5}", volume["name"])
+    assert volume["projected"] == {
+        "defaultMode": 420,
+        "sources": [
+            {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+            {
+                "configMap": {
+                    "name": "kube-root-ca.crt",
+                    "items": [{"key": "ca.crt", "path": "ca.crt"}],
+                }
+            },
+            {
+                "downwardAPI": {
+                    "items": [
+                        {
+                            "path": "namespace",
+                            "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"},
+                        }
+                    ]
+                }
+            },
+        ],
+    }
+    assert spec["containers"][0]["volumeMounts"] == [
+        {
+            "name": volume["name"],
+            "readOnly": True,
+            "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+        }
+    ]
+    core = k8s.CoreV1Api(api_client)
+    typed = core.read_namespaced_pod("run", NS)
+    assert (
+        typed.spec.volumes[0].projected.sources[0].service_account_token.expiration_seconds == 3607
+    )
+    eventually_sync(
+        lambda: core.list_namespaced_pod(NS, label_selector="app=d").items,
+        message="the deployment's pod",
+    )
+    [made] = core.list_namespaced_pod(NS, label_selector="app=d").items
+    assert made.spec.service_account_name == "default"
+    assert made.spec.volumes[0].name.startswith("kube-api-access-")
+    assert kubectl.json("get", "-n", NS, "configmap/kube-root-ca.crt", "-o", "json")["data"][
+        "ca.crt"
+    ]
+
+    missing = f"""
+apiVersion: v1
+kind: Pod
+metadata: {{name: nobody, namespace: {NS}}}
+spec: {{serviceAccountName: nobody, containers: [{{name: c, image: nginx}}]}}
+"""
+    done = kubectl.run("apply", "-f", "-", stdin=missing, check=False)
+    assert done.returncode == 1
+    assert (
+        f'pods "nobody" is forbidden: error looking up service account {NS}/nobody: '
+        'serviceaccount "nobody" not found'
+    ) in done.stderr, done.stderr
+    body = k8s.V1Pod(
+        metadata=k8s.V1ObjectMeta(name="no-token"),
+        spec=k8s.V1PodSpec(
+            automount_service_account_token=False,
+            containers=[k8s.V1Container(name="c", image="nginx")],
+        ),
+    )
+    # (in `default`: the module's ResourceQuota refuses new pods of its namespace until the
+    # resourcequota controller, not run here, has computed its usage)
+    created = core.create_namespaced_pod("default", body)
+    assert created.spec.service_account_name == "default"
+    assert not created.spec.volumes and not created.spec.containers[0].volume_mounts
+    core.delete_namespaced_pod("no-token", "default", grace_period_seconds=0)
 
 
 def test_typed_patch_and_delete_of_running_pod_service_and_node(

@@ -103,6 +103,29 @@ async def test_apply_keeps_live_fields_the_manifest_does_not_name(pod_file: str)
 
 
 @pytest.mark.anyio
+async def test_apply_keeps_what_admission_added_to_the_containers(pod_file: str) -> None:
+    """ServiceAccount admission mounts its token volume in every container: a second apply
+    merges the manifest's containers with the live ones by name (kubectl's strategic merge)
+    and keeps the mounts, where a JSON merge patch would replace the list and be refused as
+    a pod update that changes the spec (found by the README walk's re-apply)."""
+    client = fake()
+    await ctl(client, "apply", "-f", pod_file)
+    mount = {"name": "kube-api-access-x", "mountPath": "/var/run/secrets", "readOnly": True}
+    container = {"name": "app", "image": "nginx", "volumeMounts": [mount]}
+    await client.patch(types_pb2.Pod, "web", {"spec": {"containers": [container]}})
+    changed = POD_YAML.replace("app: web", "app: web2").split("---")[0]
+    client.clear_actions()
+    done = await ctl(client, "apply", "-f", "-", stdin=changed)
+    assert done.out.splitlines() == ["pod/web configured"], done.err
+    pod = await client.get(types_pb2.Pod, "web", "default")
+    assert pod.metadata.labels["app"] == "web2"
+    assert [m.name for m in pod.spec.containers[0].volume_mounts] == ["kube-api-access-x"]
+    client.clear_actions()
+    again = await ctl(client, "apply", "-f", "-", stdin=changed)
+    assert again.out.splitlines() == ["pod/web unchanged"]
+
+
+@pytest.mark.anyio
 async def test_apply_reads_a_json_list_from_stdin() -> None:
     doc = {
         "apiVersion": "v1",

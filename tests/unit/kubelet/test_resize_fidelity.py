@@ -19,7 +19,7 @@ from kubelet.resize_retry import (
     TRIGGER_PERIODIC,
     RetryTimer,
 )
-from kubelet.runtime import ContainerAllocation
+from kubelet.runtime import SHUTDOWN_DURATION_ANNOTATION, ContainerAllocation, PodRuntime
 from kubelet.settings import PodWorkerOptions
 
 from .helpers import advance, running_workers
@@ -128,6 +128,27 @@ async def test_a_restart_container_resize_restarts_the_container_and_counts_it()
         assert dict(after.resources.requests)["cpu"] == "2"
         rt = env.workers.runtime((await env.pod("r")).metadata.uid)
         assert rt is not None and rt.to_json()["restarts"] == {"c": 1}
+        assert not before.HasField("last_state")
+        # issue #57: lastState is the previous instance's end, as upstream's kubelet reports
+        # it (exit 0: kemu's containers exit on SIGTERM at once), and it is checkpointed
+        last = after.last_state.terminated
+        assert (last.exit_code, last.reason) == (0, "Completed")
+        assert last.started_at == before.state.running.started_at
+        assert last.finished_at == after.state.running.started_at
+        assert PodRuntime.from_json(rt.to_json()).last_terminated == rt.last_terminated
+
+
+async def test_last_state_of_a_container_that_ignores_sigterm_is_killed():
+    async with running_workers(nodes={"n1": NODE}) as env:
+        p = _with_policy("RestartContainer", "NotRequired")
+        p.metadata.name = "r"
+        p.metadata.annotations[SHUTDOWN_DURATION_ANNOTATION] = "never"
+        await start(env, p)
+        await resize(env, "r", "2", "1Gi")
+        await advance(env.clock, 1.0)
+        after = (await settled_pod(env, "r")).status.container_statuses[0]
+        last = after.last_state.terminated
+        assert (after.restart_count, last.exit_code, last.reason) == (1, 137, "Error")
 
 
 # ---------------------------------------------------------------- observedGeneration

@@ -13,6 +13,7 @@ import pytest
 from aetcd import rpc
 from google.protobuf.message import Message
 
+from apiserver.admission.plugins import SERVICE_ACCOUNT, AdmissionPlugins
 from apiserver.registry.dry_run import DryRunStore
 from apiserver.registry.registry import Registry, RegistrySettings
 from apiserver.registry.store import object_key
@@ -141,7 +142,11 @@ class Env:
         self.registry = Registry(
             self.store,  # type: ignore[arg-type]
             self.caches,  # type: ignore[arg-type]
-            RegistrySettings(FeatureGates.for_version(DEFAULT_VERSION)),
+            # (no ServiceAccounts here: the plugin off, as where no controller-manager runs)
+            RegistrySettings(
+                FeatureGates.for_version(DEFAULT_VERSION),
+                admission=AdmissionPlugins.from_flags([], [SERVICE_ACCOUNT]),
+            ),
         )
 
     async def start(self, pod: types_pb2.Pod | None = None) -> None:
