@@ -41,7 +41,12 @@ from apiserver.endpoints.rest.server import RestApi
 from apiserver.endpoints.rest.server import serve as serve_rest
 from apiserver.endpoints.servicer import ApiService
 from apiserver.endpoints.watches import Watches
-from apiserver.flowcontrol.apf_filter import ApfMetrics, Config, PriorityAndFairness
+from apiserver.flowcontrol.apf_filter import (
+    DUMP_REQUESTS,
+    ApfMetrics,
+    Config,
+    PriorityAndFairness,
+)
 from apiserver.options import COMPONENT, parse_settings
 from apiserver.registry.apiextensions import CustomResourceDefinitions
 from apiserver.registry.registry import Registry, RegistrySettings
@@ -424,9 +429,11 @@ def _limiter(settings: InflightSettings, registry: Registry, ctx: ComponentConte
         prefix = f"{kind.storage_prefix}{info.namespace}/"
         return sum(1 for co in cache.objects() if co.key.startswith(prefix))
 
-    return PriorityAndFairness(
+    apf = PriorityAndFairness(
         settings.server_concurrency_limit, version, config, object_count, ApfMetrics(ctx.registry)
     )
+    ctx.add_debug_handler(DUMP_REQUESTS, apf.dump_requests)
+    return apf
 
 
 async def _ensure_flowcontrol(registry: Registry, ctx: ComponentContext) -> None:

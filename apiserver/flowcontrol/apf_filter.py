@@ -21,9 +21,10 @@ The configuration is the FlowSchemas and PriorityLevelConfigurations of the watc
 from __future__ import annotations
 
 import contextlib
+import datetime
 import math
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -53,6 +54,8 @@ MAXIMUM_SEATS: Final = 10
 """The work estimator's cap on a request's seats (DefaultMaximumSeats)."""
 MAX_SEATS_PERCENT: Final = 0.15
 """A level's max seats: 15% of its limit, at most limit / handSize (apf_controller.go)."""
+DUMP_REQUESTS: Final = "api_priority_and_fairness/dump_requests"
+"""The debug handler's name: /debug/<it> on the metrics port (upstream's path on its own)."""
 MAX_RETRY_AFTER: Final = 32
 """dropped_requests_tracker.go's maxRetryAfter."""
 
@@ -271,6 +274,41 @@ class PriorityAndFairness:
         self._refresh()
         return match.classify(self._schemas, set(self._levels), info)
 
+    def dump_requests(self, params: Mapping[str, str]) -> list[dict[str, object]]:
+        """The waiting requests, a row each with upstream's columns
+        (apf_controller_debug.go dumpRequests, served at
+        /debug/api_priority_and_fairness/dump_requests; `includeRequestDetails` adds the user
+        and what the request names). JSON rows where upstream writes a table."""
+        self._refresh()
+        details = bool(params.get("includeRequestDetails"))
+        offset = time.time() - self._now()
+        rows: list[dict[str, object]] = []
+        for name, level in self._levels.items():
+            for queue, index, r in level.queues.waiting_requests():
+                row: dict[str, object] = {
+                    "PriorityLevelName": name,
+                    "FlowSchemaName": r.flow_schema,
+                    "QueueIndex": queue,
+                    "RequestIndexInQueue": index,
+                    "FlowDistingsher": r.flow_distinguisher,  # (upstream's spelling)
+                    "ArriveTime": _rfc3339(r.arrive_time + offset),
+                    "InitialSeats": r.seats,
+                    "FinalSeats": 0,
+                    "AdditionalLatency": "0s",
+                }
+                info = r.details
+                if details and isinstance(info, RequestInfo):
+                    row |= {
+                        "UserName": info.user.name,
+                        "Verb": info.verb,
+                        "APIPath": info.path,
+                        "Namespace": info.namespace,
+                        "Resource": info.resource,
+                        "SubResource": info.subresource,
+                    }
+                rows.append(row)
+        return rows
+
     # ------------------------------------------------------------ the filter
 
     def admit(self, info: RequestInfo) -> contextlib.AbstractAsyncContextManager[None]:
@@ -294,7 +332,9 @@ class PriorityAndFairness:
         labels = (classified.level, fs)
         started = self._now()
         decided = anyio.Event()
-        request = queues.start_request(classified.flow_hash(), seats, fs)
+        request = queues.start_request(
+            classified.flow_hash(), seats, fs, classified.distinguisher, info
+        )
         request.on_decision = decided.set
         if request.decision is Decision.WAITING:
             self._metrics.inqueue.labels(*labels).inc()
@@ -328,6 +368,10 @@ class PriorityAndFairness:
 
 
 _UNSET: Final = object()
+
+
+def _rfc3339(unix: float) -> str:
+    return datetime.datetime.fromtimestamp(unix, datetime.UTC).isoformat().replace("+00:00", "Z")
 
 
 def _queuing(pl: types_pb2.PriorityLevelConfiguration) -> QueuingConfig | None:

@@ -59,6 +59,10 @@ class Request:
 
     seats: int
     flow_schema: str
+    flow_distinguisher: str = ""
+    details: object = None
+    """What the debug dump shows of the request (the filter's RequestInfo)."""
+    arrive_time: float = 0.0
     decision: Decision = Decision.WAITING
     reason: str = ""
     queue: _Queue | None = None
@@ -114,11 +118,18 @@ class QueueSet:
 
     # ------------------------------------------------------------ entry
 
-    def start_request(self, flow_hash: int, seats: int, flow_schema: str) -> Request:
+    def start_request(
+        self,
+        flow_hash: int,
+        seats: int,
+        flow_schema: str,
+        flow_distinguisher: str = "",
+        details: object = None,
+    ) -> Request:
         """The request admitted (EXECUTE), queued (WAITING: its decision comes later, through
         `on_decision`) or rejected (REJECT with a reason) (StartRequest)."""
         self._sync_time()
-        request = Request(seats, flow_schema)
+        request = Request(seats, flow_schema, flow_distinguisher, details, self._now())
         if self.exempt:
             self._execute(request)
             return request
@@ -175,6 +186,11 @@ class QueueSet:
         self._sync_time()
         self.concurrency_limit = limit
         self._dispatch_as_much_as_possible()
+
+    def waiting_requests(self) -> list[tuple[int, int, Request]]:
+        """(queue index, index in queue, request) of each waiting request (upstream's
+        QueueSet.Dump's queues' Requests, for dump_requests)."""
+        return [(q.index, i, r) for q in self._queues for i, r in enumerate(q.waiting)]
 
     # ------------------------------------------------------------ internals
 

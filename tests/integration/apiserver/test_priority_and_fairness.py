@@ -10,6 +10,10 @@ queue per flow (handSize 1) of 10. A flood of anonymous Lists that each hold the
 - the flood's next requests are refused: REST 429 with Retry-After and a Status, gRPC
   RESOURCE_EXHAUSTED with the retry-after;
 - the apiserver_flowcontrol_* metrics say so, with upstream's labels.
+
+And each kubelet is its node's user (system:node:<name>): with the level of a schema of the
+test's own for system:nodes (ByUser) held busy, two kubelets' requests wait in two flows, as
+/debug/api_priority_and_fairness/dump_requests shows.
 """
 
 from __future__ import annotations
@@ -20,13 +24,15 @@ from typing import Any
 
 import aiohttp
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
-from kemu.machinery.errors import AlreadyExists, TooManyRequests
+from kemu.machinery.errors import AlreadyExists, NotFound, TooManyRequests
+from kemu.machinery.user import node_user
 from kemu.testing import eventually
 from kemu.testing.cluster import Cluster
 
@@ -77,15 +83,19 @@ def _level() -> types_pb2.PriorityLevelConfiguration:
     return pl
 
 
-def _schema() -> types_pb2.FlowSchema:
+def _schema(
+    name: str = SCHEMA, groups: tuple[str, ...] = ("system:unauthenticated",), user: str = "bob"
+) -> types_pb2.FlowSchema:
     fs = types_pb2.FlowSchema()
-    fs.metadata.name = SCHEMA
+    fs.metadata.name = name
     fs.spec.priority_level_configuration.name = LEVEL
     fs.spec.matching_precedence = 50
     fs.spec.distinguisher_method.type = "ByUser"
     rules = fs.spec.rules.add()
-    rules.subjects.add(kind="Group", group=types_pb2.GroupSubject(name="system:unauthenticated"))
-    rules.subjects.add(kind="User", user=types_pb2.UserSubject(name="bob"))
+    for group in groups:
+        rules.subjects.add(kind="Group", group=types_pb2.GroupSubject(name=group))
+    if user:
+        rules.subjects.add(kind="User", user=types_pb2.UserSubject(name=user))
     rules.resource_rules.add(
         verbs=["*"], api_groups=["*"], resources=["*"], namespaces=["*"], cluster_scope=True
     )
@@ -178,3 +188,65 @@ async def test_a_flood_of_one_flow_starves_neither_leases_nor_another_flow_and_i
     assert await _metric(cluster, waited, **ours, execute="true") >= 2
     assert await _metric(cluster, "apiserver_flowcontrol_nominal_limit_seats",
                          priority_level="global-default") == 1  # fmt: skip
+
+
+async def test_each_kubelet_is_its_nodes_user_in_a_flow_of_its_own(cluster: Cluster) -> None:
+    """The system-nodes schemas' ByUser distinguisher sees one user per kubelet: with the
+    test's schema for system:nodes at the 1-seat level held by another node user's slow
+    Lists, the two kubelets' registrations wait, each in its own flow."""
+    nodes_schema = "test-nodes"
+    holder_user = node_user("holder")
+    async with (
+        Client(cluster.server, timeout=20.0) as client,
+        Client(cluster.server, timeout=20.0, user=holder_user) as holder,
+    ):
+        for obj in (_level(), _schema(nodes_schema, ("system:nodes",), "")):
+            try:
+                await client.create(obj)
+            except AlreadyExists:
+                pass
+
+        async def configured() -> bool:
+            await holder.list(types_pb2.Namespace)
+            dispatched = "apiserver_flowcontrol_dispatched_requests_total"
+            return await _metric(cluster, dispatched, flow_schema=nodes_schema) >= 1
+
+        await eventually(configured, timeout=10, interval=0.1)
+
+        async def hold() -> None:
+            while True:  # each List holds the level's one seat ~3 s
+                try:
+                    await holder.list(types_pb2.Pod, resource_version=_FAR_FUTURE_RV)
+                except Exception:  # (its outcome is not the point)
+                    await anyio.lowlevel.checkpoint()
+
+        def flows() -> set[str]:
+            rows = cluster.component("apiserver").debug(
+                "api_priority_and_fairness/dump_requests", {"includeRequestDetails": "1"}
+            )
+            return {
+                r["FlowDistingsher"]
+                for r in rows
+                if r["FlowSchemaName"] == nodes_schema and r["UserName"] == r["FlowDistingsher"]
+            }
+
+        want = {"system:node:apf-a", "system:node:apf-b"}
+        try:
+            async with anyio.create_task_group() as tg:
+                for _ in range(3):
+                    tg.start_soon(hold)
+                for node in ("apf-a", "apf-b"):
+                    cluster.start_kubelet(node, wait=False)
+
+                async def both_wait() -> bool:
+                    return want <= await anyio.to_thread.run_sync(flows)
+
+                await eventually(both_wait, timeout=30, interval=0.1)
+                tg.cancel_scope.cancel()
+        finally:
+            try:
+                await client.delete(types_pb2.FlowSchema, nodes_schema)
+            except NotFound:
+                pass
+            for node in ("apf-a", "apf-b"):
+                cluster.terminate(f"kubelet-{node}")
