@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
+from apiserver.flowcontrol.integrator import Integrator
 from apiserver.flowcontrol.shufflesharding import Dealer
 
 ESTIMATED_SERVICE_DURATION: Final = 0.003
@@ -113,8 +114,12 @@ class QueueSet:
         self.current_r = 0.0
         self._last_time = now()
         self.seats_in_use = 0
+        self.seats_waiting = 0
         self.executing = 0
         self.waiting = 0
+        self.demand = Integrator(now)
+        """The seats asked (in use and waiting) over time: the borrowing's seat demand
+        (queueset.go's seatDemandIntegrator)."""
 
     # ------------------------------------------------------------ entry
 
@@ -132,10 +137,12 @@ class QueueSet:
         request = Request(seats, flow_schema, flow_distinguisher, details, self._now())
         if self.exempt:
             self._execute(request)
+            self._note_demand()
             return request
         if self._dealer is None:  # a Reject level: no queues
             if self._can_accommodate(seats):
                 self._execute(request)
+                self._note_demand()
             else:
                 request._decide(Decision.REJECT, CONCURRENCY_LIMIT)
             return request
@@ -150,8 +157,10 @@ class QueueSet:
         request.arrival_r = self.current_r
         queue.waiting.append(request)
         self.waiting += 1
+        self.seats_waiting += seats
         self._bound_next_dispatch(queue)
         self._dispatch_as_much_as_possible()
+        self._note_demand()
         return request
 
     def give_up(self, request: Request, reason: str) -> bool:
@@ -163,8 +172,10 @@ class QueueSet:
         assert request.queue is not None
         request.queue.waiting.remove(request)
         self.waiting -= 1
+        self.seats_waiting -= request.seats
         request.decision, request.reason = Decision.REJECT, reason
         self._dispatch_as_much_as_possible()
+        self._note_demand()
         return True
 
     def finish(self, request: Request) -> None:
@@ -181,8 +192,11 @@ class QueueSet:
             queue.next_dispatch_r -= request.seats * (ESTIMATED_SERVICE_DURATION - actual)
             self._bound_next_dispatch(queue)
         self._dispatch_as_much_as_possible()
+        self._note_demand()
 
     def set_concurrency_limit(self, limit: int) -> None:
+        """The level's current limit changed (its nominal one, or the borrowing's): more
+        is dispatched when it grew; executing requests are never stopped when it shrank."""
         self._sync_time()
         self.concurrency_limit = limit
         self._dispatch_as_much_as_possible()
@@ -268,11 +282,15 @@ class QueueSet:
             return False
         best.waiting.popleft()
         self.waiting -= 1
+        self.seats_waiting -= head.seats
         self._robin = best_index
         best.next_dispatch_r += head.work
         self._execute(head)
         self._bound_next_dispatch(best)
         return True
+
+    def _note_demand(self) -> None:
+        self.demand.set(self.seats_in_use + self.seats_waiting)
 
     @staticmethod
     def _bound_next_dispatch(queue: _Queue) -> None:

@@ -11,6 +11,10 @@ queue per flow (handSize 1) of 10. A flood of anonymous Lists that each hold the
   RESOURCE_EXHAUSTED with the retry-after;
 - the apiserver_flowcontrol_* metrics say so, with upstream's labels.
 
+A level that may borrow (lendablePercent 0, no borrowingLimitPercent), flooded while the others
+are idle, gets more than its 1 nominal seat at the next re-division (every 10 s), and gives
+seats back when global-default gets a flood too (`long`: two periods of 10 s).
+
 And each kubelet is its node's user (system:node:<name>): with the level of a schema of the
 test's own for system:nodes (ByUser) held busy, two kubelets' requests wait in two flows, as
 /debug/api_priority_and_fairness/dump_requests shows.
@@ -32,7 +36,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.machinery.errors import AlreadyExists, NotFound, TooManyRequests
-from kemu.machinery.user import node_user
+from kemu.machinery.user import AUTHENTICATED, UserInfo, node_user
 from kemu.testing import eventually
 from kemu.testing.cluster import Cluster
 
@@ -71,11 +75,16 @@ async def _metric(cluster: Cluster, name: str, **labels: str) -> float:
     )
 
 
-def _level() -> types_pb2.PriorityLevelConfiguration:
+def _level(name: str = LEVEL, *, borrows: bool = False) -> types_pb2.PriorityLevelConfiguration:
+    """A level of 1 nominal seat that lends nothing and, unless it `borrows`, borrows
+    nothing: it stays at 1 seat."""
     pl = types_pb2.PriorityLevelConfiguration()
-    pl.metadata.name = LEVEL
+    pl.metadata.name = name
     pl.spec.type = "Limited"
     pl.spec.limited.nominal_concurrency_shares = 10  # ceil(6 * 10 / 255) = 1 seat
+    pl.spec.limited.lendable_percent = 0
+    if not borrows:
+        pl.spec.limited.borrowing_limit_percent = 0
     response = pl.spec.limited.limit_response
     response.type = "Queue"
     response.queuing.queues, response.queuing.hand_size = 64, 1
@@ -84,11 +93,14 @@ def _level() -> types_pb2.PriorityLevelConfiguration:
 
 
 def _schema(
-    name: str = SCHEMA, groups: tuple[str, ...] = ("system:unauthenticated",), user: str = "bob"
+    name: str = SCHEMA,
+    groups: tuple[str, ...] = ("system:unauthenticated",),
+    user: str = "bob",
+    level: str = LEVEL,
 ) -> types_pb2.FlowSchema:
     fs = types_pb2.FlowSchema()
     fs.metadata.name = name
-    fs.spec.priority_level_configuration.name = LEVEL
+    fs.spec.priority_level_configuration.name = level
     fs.spec.matching_precedence = 50
     fs.spec.distinguisher_method.type = "ByUser"
     rules = fs.spec.rules.add()
@@ -250,3 +262,74 @@ async def test_each_kubelet_is_its_nodes_user_in_a_flow_of_its_own(cluster: Clus
                 pass
             for node in ("apf-a", "apf-b"):
                 cluster.terminate(f"kubelet-{node}")
+
+
+@pytest.mark.long
+async def test_a_busy_level_borrows_idle_seats_and_gives_them_back(cluster: Cluster) -> None:
+    """Levels' nominal seats of this server (6 in all): 1 each but workload-low's 3; the idle
+    ones keep their lower bounds (1 for those that lend less than half a seat). Flooded, the
+    borrowing level gets what the others' lower bounds leave (5 or 6 seats, as the module's
+    other tests' levels exist); with global-default flooded alike, it gives some back."""
+    level, schema = "borrow-level", "test-borrow"
+    carol = UserInfo("carol", (AUTHENTICATED,))
+    erin = UserInfo("erin", (AUTHENTICATED,))
+    async with (
+        Client(cluster.server, timeout=20.0) as client,
+        Client(cluster.server, timeout=20.0, user=carol) as borrower,
+        Client(cluster.server, timeout=20.0, user=erin) as other,
+    ):
+        for obj in (_level(level, borrows=True), _schema(schema, (), "carol", level)):
+            try:
+                await client.create(obj)
+            except AlreadyExists:
+                pass
+
+        async def configured() -> bool:
+            await borrower.list(types_pb2.Namespace)
+            dispatched = "apiserver_flowcontrol_dispatched_requests_total"
+            return await _metric(cluster, dispatched, flow_schema=schema) >= 1
+
+        await eventually(configured, timeout=10, interval=0.1)
+        assert await _metric(cluster, "apiserver_flowcontrol_nominal_limit_seats",
+                             priority_level=level) == 1  # fmt: skip
+
+        async def hold(c: Client) -> None:
+            while True:  # each List holds a seat ~3 s
+                try:
+                    await c.list(types_pb2.Pod, resource_version=_FAR_FUTURE_RV)
+                except Exception:  # (its outcome is not the point)
+                    await anyio.lowlevel.checkpoint()
+
+        async def limit(name: str) -> float:
+            return await _metric(cluster, "apiserver_flowcontrol_current_limit_seats",
+                                 priority_level=name)  # fmt: skip
+
+        try:
+            async with anyio.create_task_group() as tg:
+                for _ in range(8):
+                    tg.start_soon(hold, borrower)
+
+                async def borrowed() -> bool:
+                    executing = await _metric(
+                        cluster, "apiserver_flowcontrol_current_executing_requests",
+                        priority_level=level,
+                    )  # fmt: skip
+                    # (after a re-division that saw the flood's demand)
+                    demand = await _metric(
+                        cluster, "apiserver_flowcontrol_demand_seats_smoothed",
+                        priority_level=level,
+                    )  # fmt: skip
+                    return demand > 1 and await limit(level) > 1 and executing > 1
+
+                await eventually(borrowed, timeout=25, interval=0.2)
+                high = await limit(level)
+                for _ in range(8):
+                    tg.start_soon(hold, other)
+
+                async def given_back() -> bool:
+                    return await limit(level) < high and await limit("global-default") > 1
+
+                await eventually(given_back, timeout=25, interval=0.2)
+                tg.cancel_scope.cancel()
+        finally:
+            await client.delete(types_pb2.FlowSchema, schema)
