@@ -4,8 +4,8 @@ apf_controller.go, apf_filter.go, dropped_requests_tracker.go,
 request/list_work_estimator.go), in place of the max-in-flight filter when
 `--enable-priority-and-fairness` (default true).
 
-A request (not long-running) is classified by the FlowSchemas (match.py) to a priority level
-and a flow; the level's QueueSet admits, queues or rejects it. A rejected request, or one that
+A request (a watch too, whose seats are held only until its initial events are sent) is
+classified by the FlowSchemas (match.py) to a priority level and a flow; the level's QueueSet admits, queues or rejects it. A rejected request, or one that
 waited `WAIT_LIMIT` seconds in its queue, is answered 429 with a Retry-After from the level's
 recent drops (1 s, doubled while at least 3 per second of it are dropped, at most 32 s).
 
@@ -39,7 +39,7 @@ from typing import Final
 import anyio
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from apiserver.endpoints.inflight import RequestInfo
+from apiserver.endpoints.inflight import RequestInfo, watch_init_signal
 from apiserver.flowcontrol import match
 from apiserver.flowcontrol.conc_alloc import AllocItem, compute_concurrency_allocation
 from apiserver.flowcontrol.integrator import SeatDemandStats
@@ -464,9 +464,9 @@ class PriorityAndFairness:
 
     @contextlib.asynccontextmanager
     async def _admit(self, info: RequestInfo) -> AsyncIterator[None]:
-        if info.long_running:  # (watches: upstream's WatchTracker seats are not modelled)
-            yield
-            return
+        """A request waits for its seats (or is refused) and holds them while it is served;
+        a watch only until its initial events are handed over (`watch_initialized`:
+        priority-and-fairness.go's watchInitializationSignal)."""
         classified = self.classify(info)
         if classified is None:  # (no catch-all: upstream's filter rejects with 500)
             yield
@@ -474,7 +474,9 @@ class PriorityAndFairness:
         level = self._levels[classified.level]
         fs = classified.flow_schema_name
         seats = 1
-        if info.verb == "list":
+        if info.verb == "list" or info.send_initial_events:
+            # (a watch that starts with the list's objects costs as the list: upstream's
+            # work estimator with WatchList)
             seats = list_seats(self._object_count(info), level.max_seats)
         queues = level.queues
         labels = (classified.level, fs)
@@ -507,12 +509,25 @@ class PriorityAndFairness:
         self._metrics.dispatched.labels(*labels).inc()
         self._metrics.executing.labels(*labels).inc()
         self._metrics.executing_seats.labels(*labels).inc(seats)
-        try:
-            yield
-        finally:
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if released:
+                return
+            released = True
             queues.finish(request)
             self._metrics.executing.labels(*labels).dec()
             self._metrics.executing_seats.labels(*labels).dec(seats)
+
+        try:
+            if info.long_running:
+                with watch_init_signal(release):
+                    yield
+            else:
+                yield
+        finally:
+            release()
 
 
 _UNSET: Final = object()

@@ -15,6 +15,10 @@ A level that may borrow (lendablePercent 0, no borrowingLimitPercent), flooded w
 are idle, gets more than its 1 nominal seat at the next re-division (every 10 s), and gives
 seats back when global-default gets a flood too (`long`: two periods of 10 s).
 
+A watch is classified and holds a seat until its initial events are sent: it waits in its
+flow's queue behind a List holding its level's seat, releases the seat once initialised while
+it stays open, and is refused (RESOURCE_EXHAUSTED) when its queue is full.
+
 And each kubelet is its node's user (system:node:<name>): with the level of a schema of the
 test's own for system:nodes (ByUser) held busy, two kubelets' requests wait in two flows, as
 /debug/api_priority_and_fairness/dump_requests shows.
@@ -330,6 +334,99 @@ async def test_a_busy_level_borrows_idle_seats_and_gives_them_back(cluster: Clus
                     return await limit(level) < high and await limit("global-default") > 1
 
                 await eventually(given_back, timeout=25, interval=0.2)
+                tg.cancel_scope.cancel()
+        finally:
+            await client.delete(types_pb2.FlowSchema, schema)
+
+
+async def test_a_watch_holds_its_seat_until_initialised_and_can_be_refused(
+    cluster: Cluster,
+) -> None:
+    schema = "test-watch"
+    wendy = UserInfo("wendy", (AUTHENTICATED,))
+    ours = {"priority_level": LEVEL, "flow_schema": schema}
+    async with (
+        Client(cluster.server, timeout=20.0) as client,
+        Client(cluster.server, timeout=20.0, user=wendy) as watcher,
+    ):
+        for obj in (_level(), _schema(schema, (), "wendy")):
+            try:
+                await client.create(obj)
+            except AlreadyExists:
+                pass
+
+        async def configured() -> bool:
+            await watcher.list(types_pb2.Namespace)
+            dispatched = "apiserver_flowcontrol_dispatched_requests_total"
+            return await _metric(cluster, dispatched, **ours) >= 1
+
+        await eventually(configured, timeout=10, interval=0.1)
+        executing = "apiserver_flowcontrol_current_executing_requests"
+        inqueue = "apiserver_flowcontrol_current_inqueue_requests"
+
+        async def slow_list() -> None:
+            try:  # holds the level's one seat ~3 s
+                await watcher.one_attempt(10.0).list(types_pb2.Pod, resource_version=_FAR_FUTURE_RV)
+            except Exception:  # (its outcome is not the point)
+                await anyio.lowlevel.checkpoint()
+
+        try:
+            async with anyio.create_task_group() as tg:
+                before = await _metric(cluster, "apiserver_flowcontrol_dispatched_requests_total",
+                                       **ours)  # fmt: skip
+                # a watch is dispatched, then releases its seat once initialised
+                async with watcher.watch(types_pb2.Namespace) as events:
+                    first = await anext(aiter(events))
+                    assert first.type == "ADDED"
+
+                    async def released() -> bool:
+                        dispatched = await _metric(
+                            cluster, "apiserver_flowcontrol_dispatched_requests_total", **ours
+                        )
+                        return (
+                            dispatched == before + 1
+                            and await _metric(cluster, executing, **ours) == 0
+                        )
+
+                    await eventually(released, timeout=5, interval=0.05)
+
+                # behind a List holding the seat, a watch waits in the queue
+                tg.start_soon(slow_list)
+                await eventually(
+                    lambda: _metric(cluster, executing, **ours), timeout=5, interval=0.05
+                )
+                waited = anyio.Event()
+
+                async def second_watch() -> None:
+                    async with watcher.watch(types_pb2.Namespace) as events:
+                        await anext(aiter(events))
+                        waited.set()
+
+                tg.start_soon(second_watch)
+
+                async def queued() -> bool:
+                    return await _metric(cluster, inqueue, **ours) == 1
+
+                await eventually(queued, timeout=5, interval=0.05)
+                assert not waited.is_set()
+                with anyio.fail_after(8):
+                    await waited.wait()  # (served when the List ended)
+
+                # a full queue (10) refuses a watch
+                tg.start_soon(slow_list)
+                await eventually(
+                    lambda: _metric(cluster, executing, **ours), timeout=5, interval=0.05
+                )
+                for _ in range(10):
+                    tg.start_soon(slow_list)
+
+                async def full() -> bool:
+                    return await _metric(cluster, inqueue, **ours) == 10
+
+                await eventually(full, timeout=5, interval=0.05)
+                with pytest.raises(TooManyRequests):
+                    async with watcher.watch(types_pb2.Namespace) as events:
+                        await anext(aiter(events))
                 tg.cancel_scope.cancel()
         finally:
             await client.delete(types_pb2.FlowSchema, schema)
