@@ -5,9 +5,10 @@ request/list_work_estimator.go), in place of the max-in-flight filter when
 `--enable-priority-and-fairness` (default true).
 
 A request (a watch too, whose seats are held only until its initial events are sent) is
-classified by the FlowSchemas (match.py) to a priority level and a flow; the level's QueueSet admits, queues or rejects it. A rejected request, or one that
-waited `WAIT_LIMIT` seconds in its queue, is answered 429 with a Retry-After from the level's
-recent drops (1 s, doubled while at least 3 per second of it are dropped, at most 32 s).
+classified by the FlowSchemas (match.py) to a priority level and a flow; the level's QueueSet
+admits, queues or rejects it. A rejected request, or one that waited `WAIT_LIMIT` seconds in
+its queue, is answered 429 with a Retry-After from the level's recent drops (1 s, doubled
+while at least 3 per second of it are dropped, at most 32 s).
 
 Each level's nominal concurrency limit is ceil(server total * its shares / the sum of all
 levels' shares), the server total being --max-requests-inflight +
@@ -261,9 +262,9 @@ class BorrowingMetrics:
             "High watermark, over last adjustment period, of demand_seats",
         )
         self.average = level_gauge(
-            "demand_seats_average", "Time-weighted average, over last adjustment period, of "
-            "demand_seats",
-        )  # fmt: skip
+            "demand_seats_average",
+            "Time-weighted average, over last adjustment period, of demand_seats",
+        )
         self.stdev = level_gauge(
             "demand_seats_stdev",
             "Time-weighted standard deviation, over last adjustment period, of demand_seats",
