@@ -206,10 +206,14 @@ async def test_a_flood_of_one_flow_starves_neither_leases_nor_another_flow_and_i
                          priority_level="global-default") == 1  # fmt: skip
 
 
-async def test_each_kubelet_is_its_nodes_user_in_a_flow_of_its_own(cluster: Cluster) -> None:
+@pytest.mark.parametrize("hollow", [False, True], ids=["one-node-processes", "hollow"])
+async def test_each_kubelet_is_its_nodes_user_in_a_flow_of_its_own(
+    cluster: Cluster, hollow: bool
+) -> None:
     """The system-nodes schemas' ByUser distinguisher sees one user per kubelet: with the
     test's schema for system:nodes at the 1-seat level held by another node user's slow
-    Lists, the two kubelets' registrations wait, each in its own flow."""
+    Lists, the two kubelets' registrations wait, each in its own flow: two kubelet
+    processes, or one hollow process's two nodes (their heartbeat clients)."""
     nodes_schema = "test-nodes"
     holder_user = node_user("holder")
     async with (
@@ -246,13 +250,21 @@ async def test_each_kubelet_is_its_nodes_user_in_a_flow_of_its_own(cluster: Clus
                 if r["FlowSchemaName"] == nodes_schema and r["UserName"] == r["FlowDistingsher"]
             }
 
-        want = {"system:node:apf-a", "system:node:apf-b"}
+        names = ["apfh-0", "apfh-1"] if hollow else ["apf-a", "apf-b"]
+        processes = ["kubelet-apfh"] if hollow else [f"kubelet-{n}" for n in names]
+        want = {f"system:node:{n}" for n in names}
         try:
             async with anyio.create_task_group() as tg:
                 for _ in range(3):
                     tg.start_soon(hold)
-                for node in ("apf-a", "apf-b"):
-                    cluster.start_kubelet(node, wait=False)
+                if hollow:
+                    args = ["--server", cluster.server, "--nodes", "2"]
+                    args += ["--node-name-prefix", "apfh"]
+                    args += ["--root-dir", str(cluster.root / "kubelet-apfh")]
+                    cluster.start_component("kubelet", "kubelet-apfh", args, wait=False)
+                else:
+                    for node in names:
+                        cluster.start_kubelet(node, wait=False)
 
                 async def both_wait() -> bool:
                     return want <= await anyio.to_thread.run_sync(flows)
@@ -264,8 +276,8 @@ async def test_each_kubelet_is_its_nodes_user_in_a_flow_of_its_own(cluster: Clus
                 await client.delete(types_pb2.FlowSchema, nodes_schema)
             except NotFound:
                 pass
-            for node in ("apf-a", "apf-b"):
-                cluster.terminate(f"kubelet-{node}")
+            for process in processes:
+                cluster.terminate(process)
 
 
 @pytest.mark.long
