@@ -153,6 +153,7 @@ class Kubelet:
         self.settings = settings
         self._client = client
         self._ctx = ctx
+        self._pod_clients: dict[str, ApiClient] = {}
         single = len(settings.nodes) == 1 and settings.template is None
         host = settings.nodes[0].name if single else ""
         # (upstream's kubelet records events over a clientset of its own)
@@ -231,6 +232,7 @@ class Kubelet:
             recorder=self.recorder,
             registry=ctx.registry,
             dra_drivers=dra,
+            client_of=None if single else self._pod_client,
         )
         self.pod_workers.restore()
         self.pod_informer.add_event_handler(self.pod_workers.handler())
@@ -247,6 +249,14 @@ class Kubelet:
         """The nodes --node-control added, by name."""
         self._agent_of = {agent.name: agent for agent in self.agents}
         """Every node's agent by name (the node informer's changes go to it)."""
+
+    def _pod_client(self, node_name: str) -> ApiClient:
+        """A hollow node's client for its pods' status: the process's client claiming the
+        node's user (made once per node, dropped with the node)."""
+        client = self._pod_clients.get(node_name)
+        if client is None:
+            client = self._pod_clients[node_name] = as_user_of(self._client, node_user(node_name))
+        return client
 
     def _node_client(self, node_name: str) -> ApiClient:
         """A node's heartbeat client (the Lease and the node's status; upstream's: QPS -1),
@@ -373,6 +383,7 @@ class Kubelet:
         # The workers let go first: the informers' deletes of the node's pods below are then
         # not taken for the pods' deletions (which would sync them, and retry resizes).
         self.pod_workers.remove_node(name)
+        self._pod_clients.pop(name, None)
         if self.slice_publisher is not None:
             self.slice_publisher.forget_node(name)
         self.own.names.discard(name)

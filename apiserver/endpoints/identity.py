@@ -11,7 +11,7 @@ edge derives a user as upstream's authenticators would name it:
   word of its user agent; each component is the user upstream's runs as (kube-scheduler and
   kube-controller-manager their system: users, cluster-autoscaler and the cloud provider as
   kube-system ServiceAccounts, as their usual manifests; a hollow kubelet process's calls made
-  for no one node of it: `system:node:kubelet` in system:nodes).
+  for no one node of it (its shared watches, events): `system:node:kubelet` in system:nodes).
 - REST: the impersonation headers kubectl sends with `--as` and `--as-group`
   (Impersonate-User, Impersonate-Group; upstream's impersonation filter, without its
   authorization check).

@@ -42,6 +42,7 @@ from kemu.client.client import Client
 from kemu.machinery.errors import AlreadyExists, NotFound, TooManyRequests
 from kemu.machinery.user import AUTHENTICATED, UserInfo, node_user
 from kemu.testing import eventually
+from kemu.testing.builders import make_pod
 from kemu.testing.cluster import Cluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
@@ -240,14 +241,16 @@ async def test_each_kubelet_is_its_nodes_user_in_a_flow_of_its_own(
                 except Exception:  # (its outcome is not the point)
                     await anyio.lowlevel.checkpoint()
 
-        def flows() -> set[str]:
+        def flows(subresource: str | None = None) -> set[str]:
             rows = cluster.component("apiserver").debug(
                 "api_priority_and_fairness/dump_requests", {"includeRequestDetails": "1"}
             )
             return {
                 r["FlowDistingsher"]
                 for r in rows
-                if r["FlowSchemaName"] == nodes_schema and r["UserName"] == r["FlowDistingsher"]
+                if r["FlowSchemaName"] == nodes_schema
+                and r["UserName"] == r["FlowDistingsher"]
+                and subresource in (None, r["SubResource"])
             }
 
         names = ["apfh-0", "apfh-1"] if hollow else ["apf-a", "apf-b"]
@@ -270,6 +273,16 @@ async def test_each_kubelet_is_its_nodes_user_in_a_flow_of_its_own(
                     return want <= await anyio.to_thread.run_sync(flows)
 
                 await eventually(both_wait, timeout=30, interval=0.1)
+                # and their pods' status writes (a hollow node's too)
+                for node in names:
+                    pod = make_pod(f"apf-pod-{node}").node(node).obj()
+                    await client.create(pod)
+
+                async def statuses_wait() -> bool:
+                    got = await anyio.to_thread.run_sync(flows, "status")
+                    return want <= got
+
+                await eventually(statuses_wait, timeout=30, interval=0.1)
                 tg.cancel_scope.cancel()
         finally:
             try:
@@ -278,6 +291,11 @@ async def test_each_kubelet_is_its_nodes_user_in_a_flow_of_its_own(
                 pass
             for process in processes:
                 cluster.terminate(process)
+            for node in names:
+                try:
+                    await client.delete(types_pb2.Pod, f"apf-pod-{node}", "default")
+                except NotFound:
+                    pass
 
 
 @pytest.mark.long
