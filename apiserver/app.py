@@ -41,7 +41,14 @@ from apiserver.endpoints.rest.server import RestApi
 from apiserver.endpoints.rest.server import serve as serve_rest
 from apiserver.endpoints.servicer import ApiService
 from apiserver.endpoints.watches import Watches
-from apiserver.flowcontrol.apf_filter import ApfMetrics, Config, PriorityAndFairness
+from apiserver.flowcontrol.apf_filter import (
+    BORROWING_PERIOD,
+    DUMP_REQUESTS,
+    ApfMetrics,
+    BorrowingMetrics,
+    Config,
+    PriorityAndFairness,
+)
 from apiserver.options import COMPONENT, parse_settings
 from apiserver.registry.apiextensions import CustomResourceDefinitions
 from apiserver.registry.registry import Registry, RegistrySettings
@@ -52,6 +59,7 @@ from kemu.api.v1 import api_pb2, types_pb2
 from kemu.component import listen
 from kemu.component.runner import ComponentContext, cleanup_scope, retry_until_ready, run_component
 from kemu.component.version import BINARY_VERSION
+from kemu.component.version_rules import VersionRules
 from kemu.component.virtual_clock import VirtualClock
 from kemu.machinery.apiservices import local_api_services
 from kemu.machinery.convert import timestamp
@@ -255,6 +263,8 @@ async def _serve(apiserver: _Apiserver, settings: ApiserverSettings, ctx: Compon
                 retry_on=(ApiError,),
             )
             tg.start_soon(_ensure_flowcontrol, apiserver.registry, ctx)
+        if isinstance(apiserver.inflight, PriorityAndFairness):
+            tg.start_soon(_update_borrowing, apiserver.inflight, ctx)
         if settings.serving.rest_port:  # (first: a failed bind leaves no gRPC server running)
             rest = RestApi(
                 apiserver.registry,
@@ -428,9 +438,26 @@ def _limiter(settings: InflightSettings, registry: Registry, ctx: ComponentConte
         prefix = f"{kind.storage_prefix}{info.namespace}/"
         return sum(1 for co in cache.objects() if co.key.startswith(prefix))
 
-    return PriorityAndFairness(
-        settings.server_concurrency_limit, version, config, object_count, ApfMetrics(ctx.registry)
+    rules = VersionRules.at(ctx.options.version)
+    apf = PriorityAndFairness(
+        settings.server_concurrency_limit,
+        version,
+        config,
+        object_count,
+        ApfMetrics(ctx.registry),
+        now=ctx.clock.monotonic,
+        borrowing=BorrowingMetrics(ctx.registry) if rules.apf_borrowing else None,
     )
+    ctx.add_debug_handler(DUMP_REQUESTS, apf.dump_requests)
+    return apf
+
+
+async def _update_borrowing(apf: PriorityAndFairness, ctx: ComponentContext) -> None:
+    """The levels' seats re-divided every BORROWING_PERIOD on the server's clock
+    (apf_controller.go Run: wait.Until(updateBorrowing, borrowingAdjustmentPeriod))."""
+    while True:
+        await ctx.clock.sleep(BORROWING_PERIOD)
+        apf.update_borrowing()
 
 
 async def _ensure_flowcontrol(registry: Registry, ctx: ComponentContext) -> None:

@@ -25,7 +25,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from kemu.api.v1 import types_pb2
-from kemu.client.client import sibling_of, unthrottled_of
+from kemu.client.client import as_user_of, sibling_of, unthrottled_of
 from kemu.client.controlplane import component_client, run_elected
 from kemu.client.events import EventRecorder
 from kemu.client.informer import FuncHandler, Informer, InformerFactory
@@ -45,6 +45,7 @@ from kemu.component.pod_resources import pod_resources_options
 from kemu.component.runner import ComponentContext, cleanup_scope, run_component
 from kemu.component.version_rules import VersionRules
 from kemu.machinery.dra_slice_file import NO_DRIVERS
+from kemu.machinery.user import node_user
 from kubelet.checkpoint import Checkpoint
 from kubelet.dra_driver import BindingConditionsDriver
 from kubelet.network import default_node_ip
@@ -111,8 +112,15 @@ async def run(settings: KubeletSettings, ctx: ComponentContext) -> None:
     # (kubemark); kemu's share one client, so only a one-node kubelet is rate limited.
     one_node = len(settings.nodes) == 1 and settings.template is None
     connection = settings.client_connection if one_node else UNLIMITED
+    # Each kubelet is its node's user (upstream: its client certificate's system:node:<name>);
+    # a hollow process's nodes claim theirs on their heartbeats (Kubelet._node_client).
     client = component_client(
-        settings.server, COMPONENT, connection, ctx, settings.apiserver_latency
+        settings.server,
+        COMPONENT,
+        connection,
+        ctx,
+        settings.apiserver_latency,
+        user=node_user(settings.nodes[0].name) if one_node else None,
     )
     try:
         await serve(client, settings, ctx)
@@ -145,6 +153,7 @@ class Kubelet:
         self.settings = settings
         self._client = client
         self._ctx = ctx
+        self._pod_clients: dict[str, ApiClient] = {}
         single = len(settings.nodes) == 1 and settings.template is None
         host = settings.nodes[0].name if single else ""
         # (upstream's kubelet records events over a clientset of its own)
@@ -199,8 +208,7 @@ class Kubelet:
             )
         self.agents = [
             NodeAgent(
-                # (upstream's heartbeat client, the lease and node status: QPS -1)
-                unthrottled_of(client),
+                self._node_client(config.name),
                 config,
                 clock=ctx.clock,
                 timing=settings.timing,
@@ -224,6 +232,7 @@ class Kubelet:
             recorder=self.recorder,
             registry=ctx.registry,
             dra_drivers=dra,
+            client_of=None if single else self._pod_client,
         )
         self.pod_workers.restore()
         self.pod_informer.add_event_handler(self.pod_workers.handler())
@@ -240,6 +249,20 @@ class Kubelet:
         """The nodes --node-control added, by name."""
         self._agent_of = {agent.name: agent for agent in self.agents}
         """Every node's agent by name (the node informer's changes go to it)."""
+
+    def _pod_client(self, node_name: str) -> ApiClient:
+        """A hollow node's client for its pods' status: the process's client claiming the
+        node's user (made once per node, dropped with the node)."""
+        client = self._pod_clients.get(node_name)
+        if client is None:
+            client = self._pod_clients[node_name] = as_user_of(self._client, node_user(node_name))
+        return client
+
+    def _node_client(self, node_name: str) -> ApiClient:
+        """A node's heartbeat client (the Lease and the node's status; upstream's: QPS -1),
+        claiming the node's user: in a hollow process, each node's (upstream's kubemark
+        gives each hollow node a client of its own)."""
+        return as_user_of(unthrottled_of(self._client), node_user(node_name))
 
     def _on_node(self, node: types_pb2.Node) -> None:
         # upstream's kubelet passes its Node's podCIDR to the runtime (updatePodCIDR)
@@ -335,7 +358,7 @@ class Kubelet:
         )
         self.node_informer.merge(nodes.items)
         agent = NodeAgent(
-            self._client,
+            self._node_client(config.name),
             config,
             clock=self._ctx.clock,
             timing=self.settings.timing,
@@ -360,6 +383,7 @@ class Kubelet:
         # The workers let go first: the informers' deletes of the node's pods below are then
         # not taken for the pods' deletions (which would sync them, and retry resizes).
         self.pod_workers.remove_node(name)
+        self._pod_clients.pop(name, None)
         if self.slice_publisher is not None:
             self.slice_publisher.forget_node(name)
         self.own.names.discard(name)

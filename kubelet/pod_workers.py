@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Final
 
 import anyio
@@ -255,8 +255,11 @@ class PodWorkers:
         recorder: EventRecorder | None = None,
         registry: CollectorRegistry | None = None,
         dra_drivers: DraDrivers = NO_DRIVERS,
+        client_of: Callable[[str], ApiClient] | None = None,
     ) -> None:
-        """`dra_drivers`: the simulated DRA drivers of the nodes (--dra-slice-file)."""
+        """`dra_drivers`: the simulated DRA drivers of the nodes (--dra-slice-file).
+        `client_of`: a node's client for its pods' status writes (a hollow process's node
+        writes as its node's user); None: `client`."""
         self._client = client
         self._clock = clock
         self.options = options or PodWorkerOptions()
@@ -294,6 +297,7 @@ class PodWorkers:
                 host_ips=self.options.host_ips,
                 disruption_conditions=self.options.disruption_conditions,
             ),
+            client_of=client_of,
         )
         self._syncer = PodSyncer(
             client,

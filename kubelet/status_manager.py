@@ -34,7 +34,7 @@ kept.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Final
 
@@ -403,10 +403,13 @@ class StatusManager:
         *,
         clock: Clock,
         options: StatusOptions | None = None,
+        client_of: Callable[[str], ApiClient] | None = None,
     ) -> None:
         """`options`: what the version and gates make the kubelet report (its per-node
-        fields are filled in for each write)."""
+        fields are filled in for each write). `client_of`: a node's client, by its name (a
+        hollow process's nodes each write as their node's user); None: `client`."""
         self._client = client
+        self._client_of = client_of or (lambda _node: client)
         self._clock = clock
         self._options = options or StatusOptions()
 
@@ -439,12 +442,12 @@ class StatusManager:
             new.CopyFrom(pod)
             new.status.CopyFrom(status)
             try:
-                written = await self._client.update_status(new)
+                written = await self._client_of(node.name).update_status(new)
             except NotFound:
                 return None
             except Conflict:
                 try:
-                    pod = await self._client.get(types_pb2.Pod, rt.name, rt.namespace)
+                    pod = await self._client_of(node.name).get(types_pb2.Pod, rt.name, rt.namespace)
                 except NotFound:
                     return None
                 if pod.metadata.uid != rt.uid:

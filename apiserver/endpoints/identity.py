@@ -3,12 +3,15 @@
 kemu has no authentication (ServiceAccount and node credentials are issue #60's), so each
 edge derives a user as upstream's authenticators would name it:
 
-- gRPC: kemu.client sends its component's name as the first word of its user agent; each
-  component is the user upstream's runs as (kube-scheduler and kube-controller-manager their
-  system: users, the kubelet in group system:nodes, cluster-autoscaler and the cloud provider
-  as kube-system ServiceAccounts, as their usual manifests). Every kubelet is one user,
-  `system:node:kubelet` (kemu's client does not send its node's name): the system-nodes
-  schema's ByUser flows are one flow, where upstream has one per node.
+- gRPC: a client that claims a user sends it as metadata (`impersonate-user`, and
+  `impersonate-group` once per group: kemu/machinery/user.py): each kubelet claims its node's
+  user, system:node:<nodeName> in system:nodes, as upstream's kubelet authenticates with its
+  node's client certificate, so the system-nodes schema's ByUser distinguisher gives each
+  kubelet a flow of its own. Otherwise kemu.client sends its component's name as the first
+  word of its user agent; each component is the user upstream's runs as (kube-scheduler and
+  kube-controller-manager their system: users, cluster-autoscaler and the cloud provider as
+  kube-system ServiceAccounts, as their usual manifests; a hollow kubelet process's calls made
+  for no one node of it (its shared watches, events): `system:node:kubelet` in system:nodes).
 - REST: the impersonation headers kubectl sends with `--as` and `--as-group`
   (Impersonate-User, Impersonate-Group; upstream's impersonation filter, without its
   authorization check).
@@ -18,24 +21,22 @@ edge derives a user as upstream's authenticators would name it:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
 from typing import Final, TypeVar
 
 import grpc
 
+from kemu.machinery.user import (
+    AUTHENTICATED,
+    IMPERSONATE_GROUP_KEY,
+    IMPERSONATE_USER_KEY,
+    NODES_GROUP,
+    UserInfo,
+)
+
+__all__ = ["ANONYMOUS", "AUTHENTICATED", "COMPONENT_USERS", "UserInfo"]
+
 _R = TypeVar("_R")
-
-AUTHENTICATED: Final = "system:authenticated"
-
-
-@dataclass(frozen=True)
-class UserInfo:
-    """upstream's user.Info: a name and groups."""
-
-    name: str
-    groups: tuple[str, ...] = ()
-
 
 ANONYMOUS: Final = UserInfo("system:anonymous", ("system:unauthenticated",))
 
@@ -50,7 +51,7 @@ def _service_account(namespace: str, name: str) -> UserInfo:
 COMPONENT_USERS: Final[Mapping[str, UserInfo]] = {
     "kube-scheduler": UserInfo("system:kube-scheduler", (AUTHENTICATED,)),
     "kube-controller-manager": UserInfo("system:kube-controller-manager", (AUTHENTICATED,)),
-    "kubelet": UserInfo("system:node:kubelet", ("system:nodes", AUTHENTICATED)),
+    "kubelet": UserInfo("system:node:kubelet", (NODES_GROUP, AUTHENTICATED)),
     "cluster-autoscaler": _service_account("kube-system", "cluster-autoscaler"),
     "cloud": _service_account("kube-system", "cloud-controller-manager"),
 }
@@ -63,10 +64,26 @@ def of_user_agent(user_agent: str) -> UserInfo:
 
 
 def of_grpc(context: grpc.aio.ServicerContext[bytes, _R]) -> UserInfo:
-    for key, value in context.invocation_metadata() or ():
-        if key == "user-agent":
-            return of_user_agent(value if isinstance(value, str) else value.decode("latin-1"))
-    return ANONYMOUS
+    return of_metadata(context.invocation_metadata() or ())
+
+
+def of_metadata(metadata: Iterable[tuple[str, str | bytes]]) -> UserInfo:
+    """A call's user: the one it claims (impersonate-user, impersonate-group), else its user
+    agent's component, else anonymous."""
+    agent = ""
+    user = ""
+    groups: list[str] = []
+    for key, value in metadata:
+        text = value if isinstance(value, str) else value.decode("latin-1")
+        if key == IMPERSONATE_USER_KEY:
+            user = text
+        elif key == IMPERSONATE_GROUP_KEY:
+            groups.append(text)
+        elif key == "user-agent":
+            agent = text
+    if user:
+        return of_headers(user, groups)
+    return of_user_agent(agent) if agent else ANONYMOUS
 
 
 def of_headers(user: str, groups: list[str]) -> UserInfo:

@@ -20,20 +20,24 @@ Not counted, as upstream:
   of ordinary requests cannot starve a leader's renewal; this filter, which matches no
   users, exempts the requests those FlowSchemas carry.
 
-One limiter serves both edges: the gRPC methods are wrapped here (`limit_unary`), the REST
-edge calls `Limiter.admit` with the RequestInfo it resolves from the URL.
+One limiter serves both edges: the gRPC methods are wrapped here (`limit_unary`, and
+`limit_stream` for Watch), the REST edge calls `Limiter.admit` with the RequestInfo it resolves
+from the URL. A watch tells the limiter when its initial events are handed over
+(`watch_initialized`, upstream's apf_context.go WatchInitialized): priority and fairness holds
+its seats until then.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Final, Literal, Protocol, TypeVar
 
 import grpc
-from google.protobuf.message import Message
+from google.protobuf.message import DecodeError, Message
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from apiserver.endpoints import identity
@@ -74,6 +78,8 @@ class RequestInfo:
     api_group: str = ""
     subresource: str = ""
     user: UserInfo = ANONYMOUS
+    send_initial_events: bool = False
+    """A watch that starts with the list's objects (the watch-list protocol)."""
 
     @property
     def is_resource_request(self) -> bool:
@@ -102,6 +108,31 @@ class RequestInfo:
     @property
     def kind(self) -> RequestKind:
         return READ_ONLY if self.verb in NON_MUTATING_VERBS else MUTATING
+
+
+_WATCH_INIT: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
+    "kemu_watch_init_signal", default=None
+)
+
+
+@contextlib.contextmanager
+def watch_init_signal(signal: Callable[[], None]) -> Iterator[None]:
+    """While a watch is served: `signal` is what `watch_initialized` calls (upstream's
+    apf_context.go WithInitializationSignal)."""
+    token = _WATCH_INIT.set(signal)
+    try:
+        yield
+    finally:
+        _WATCH_INIT.reset(token)
+
+
+def watch_initialized() -> None:
+    """The watch being served has handed over its initial events (upstream's cacher calls
+    WatchInitialized as its watcher starts processing new events): the limiter releases its
+    seats. Nothing when no limiter waits for it."""
+    signal = _WATCH_INIT.get()
+    if signal is not None:
+        signal()
 
 
 class InflightMetrics:
@@ -230,6 +261,7 @@ _GRPC_VERBS: Final[dict[str, str]] = {
     "Bind": "create",
     "Resize": "update",
     "Evict": "create",
+    "Watch": "watch",
     "GetClock": "get",
     "SetClockRate": "update",
     "AdvanceClock": "update",
@@ -265,6 +297,11 @@ def grpc_request_info(method: str, request: Message, user: UserInfo = ANONYMOUS)
             return RequestInfo(verb, which, user=user)
         namespace = getattr(request.object, which).metadata.namespace
         return RequestInfo(verb, kind.resource, namespace, "", kind.group, subresource, user)
+    if isinstance(request, api_pb2.WatchRequest):
+        kind = BY_RESOURCE.get(request.resource)
+        group = kind.group if kind is not None else ""
+        initial = request.HasField("send_initial_events") and request.send_initial_events
+        return RequestInfo(verb, request.resource, request.namespace, "", group, "", user, initial)
     if isinstance(
         request,
         api_pb2.GetRequest | api_pb2.ListRequest | api_pb2.PatchRequest | api_pb2.DeleteRequest,
@@ -285,9 +322,10 @@ def limit_unary(
     refused: Callable[[grpc.aio.ServicerContext[bytes, _Resp]], None] = lambda _context: None,
 ) -> Callable[[_Req, grpc.aio.ServicerContext[bytes, _Resp]], Awaitable[_Resp]]:
     """The unary method `method` (its decoded behaviour) behind `limiter`; the behaviour
-    itself when nothing is limited. The streams (Watch, ClockSession) are long-running: never
-    wrapped. `refused` is told of each call refused (the event-driven clock counts it as
-    received: its caller counts it as made)."""
+    itself when nothing is limited. The streams are long-running: Watch goes through
+    `limit_stream`, ClockSession (kemu's clock) through nothing. `refused` is told of each
+    call refused (the event-driven clock counts it as received: its caller counts it as
+    made)."""
     if not limiter.limited:
         return behaviour
 
@@ -301,5 +339,39 @@ def limit_unary(
                 await wire.abort(context, e)
                 raise  # (abort raises)
             return await behaviour(request, context)
+
+    return limited
+
+
+def limit_stream(
+    method: str,
+    behaviour: Callable[[bytes, grpc.aio.ServicerContext[bytes, _Resp]], AsyncIterator[_Resp]],
+    decode: Callable[[bytes], Message],
+    limiter: Limiter,
+) -> Callable[[bytes, grpc.aio.ServicerContext[bytes, _Resp]], AsyncIterator[_Resp]]:
+    """The server stream `method` (Watch) behind `limiter`: classified, queued or refused
+    (RESOURCE_EXHAUSTED) as a unary call, its seats held until the stream calls
+    `watch_initialized` (or ends); `decode` reads the request for its RequestInfo. The
+    behaviour itself when nothing is limited."""
+    if not limiter.limited:
+        return behaviour
+
+    async def limited(
+        data: bytes, context: grpc.aio.ServicerContext[bytes, _Resp]
+    ) -> AsyncGenerator[_Resp, None]:
+        try:
+            request = decode(data)
+        except DecodeError:  # (the behaviour answers a malformed request itself)
+            request = api_pb2.WatchRequest()
+        info = grpc_request_info(method, request, identity.of_grpc(context))
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                await stack.enter_async_context(limiter.admit(info))
+            except TooManyRequests as e:
+                await wire.abort(context, e)
+                raise  # (abort raises)
+            async with contextlib.aclosing(behaviour(data, context)) as it:  # type: ignore[type-var]
+                async for item in it:
+                    yield item
 
     return limited

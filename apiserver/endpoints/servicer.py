@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Final
 
 import grpc
@@ -21,7 +21,7 @@ from google.protobuf.message import Message
 
 from apiserver.clock.activity import Activity
 from apiserver.endpoints.calls import Calls, Context, as_is, serialize
-from apiserver.endpoints.inflight import Limiter
+from apiserver.endpoints.inflight import Limiter, limit_stream
 from apiserver.endpoints.lists import Lister
 from apiserver.endpoints.watches import Watches
 from apiserver.registry.registry import Registry
@@ -197,6 +197,14 @@ class ApiService:
 
     # ------------------------------------------------------------ registration
 
+    def _watch_handler(
+        self, limiter: Limiter | None
+    ) -> Callable[[bytes, Context[bytes]], AsyncIterator[bytes]]:
+        behaviour = wire.unary_stream(self.watch, api_pb2.WatchRequest)
+        if limiter is None:
+            return behaviour
+        return limit_stream("Watch", behaviour, _decode_watch, limiter)
+
     def handler(self, limiter: Limiter | None = None) -> grpc.GenericRpcHandler[bytes, object]:
         """The Api service's handlers; every unary method behind `limiter` (the in-flight
         limit, which reads the decoded request: a Lease write is exempt)."""
@@ -219,13 +227,17 @@ class ApiService:
                 "Version": unary(
                     "Version", self.version, api_pb2.VersionRequest, serialize, limiter
                 ),
-                # A watch is long-running: never counted by the in-flight limit.
+                # A watch is long-running: the max-in-flight filter does not count it;
+                # priority and fairness holds its seats until its initial events are sent.
                 "Watch": grpc.unary_stream_rpc_method_handler(
-                    wire.unary_stream(self.watch, api_pb2.WatchRequest),
-                    response_serializer=as_is,
+                    self._watch_handler(limiter), response_serializer=as_is
                 ),
             },
         )
+
+
+def _decode_watch(data: bytes) -> Message:
+    return api_pb2.WatchRequest.FromString(data)
 
 
 @functools.cache

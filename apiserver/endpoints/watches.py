@@ -16,6 +16,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 
 from apiserver.clock.activity import Activity
 from apiserver.endpoints.calls import Context, abort, metadata_value
+from apiserver.endpoints.inflight import watch_initialized
 from apiserver.endpoints.lists import parse_rv
 from apiserver.endpoints.metrics import Metrics
 from apiserver.settings import DEFAULT_BOOKMARK_FREQUENCY
@@ -81,6 +82,7 @@ class Watches:
                 activity.sent_events(identity, len(chunk))
                 yield b"".join(chunk)
                 sent.inc(len(chunk))
+            watch_initialized()  # (priority and fairness releases the watch's seats)
             last_send = 0.0
             next_bookmark = self._clock.monotonic() + self.bookmark_frequency
             async with receive:

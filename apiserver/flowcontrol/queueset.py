@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
+from apiserver.flowcontrol.integrator import Integrator
 from apiserver.flowcontrol.shufflesharding import Dealer
 
 ESTIMATED_SERVICE_DURATION: Final = 0.003
@@ -59,6 +60,10 @@ class Request:
 
     seats: int
     flow_schema: str
+    flow_distinguisher: str = ""
+    details: object = None
+    """What the debug dump shows of the request (the filter's RequestInfo)."""
+    arrive_time: float = 0.0
     decision: Decision = Decision.WAITING
     reason: str = ""
     queue: _Queue | None = None
@@ -109,6 +114,7 @@ class QueueSet:
         self.current_r = 0.0
         self._last_time = now()
         self.seats_in_use = 0
+        self.seats_waiting = 0
         self.executing = 0
         self.waiting = 0
         # What the virtual time ratio reads, kept as the queues change rather than summed over
@@ -116,20 +122,32 @@ class QueueSet:
         # in the queues, and the queues with a request waiting or executing.
         self._queued_seats = 0
         self._active_queues = 0
+        self.demand = Integrator(now)
+        """The seats asked (in use and waiting) over time: the borrowing's seat demand
+        (queueset.go's seatDemandIntegrator)."""
 
     # ------------------------------------------------------------ entry
 
-    def start_request(self, flow_hash: int, seats: int, flow_schema: str) -> Request:
+    def start_request(
+        self,
+        flow_hash: int,
+        seats: int,
+        flow_schema: str,
+        flow_distinguisher: str = "",
+        details: object = None,
+    ) -> Request:
         """The request admitted (EXECUTE), queued (WAITING: its decision comes later, through
         `on_decision`) or rejected (REJECT with a reason) (StartRequest)."""
         self._sync_time()
-        request = Request(seats, flow_schema)
+        request = Request(seats, flow_schema, flow_distinguisher, details, self._now())
         if self.exempt:
             self._execute(request)
+            self._note_demand()
             return request
         if self._dealer is None:  # a Reject level: no queues
             if self._can_accommodate(seats):
                 self._execute(request)
+                self._note_demand()
             else:
                 request._decide(Decision.REJECT, CONCURRENCY_LIMIT)
             return request
@@ -146,8 +164,10 @@ class QueueSet:
         queue.waiting.append(request)
         self.waiting += 1
         self._queued_seats += seats
+        self.seats_waiting += seats
         self._bound_next_dispatch(queue)
         self._dispatch_as_much_as_possible()
+        self._note_demand()
         return request
 
     def give_up(self, request: Request, reason: str) -> bool:
@@ -163,8 +183,10 @@ class QueueSet:
         self._queued_seats -= request.seats
         if not queue.waiting and not queue.executing:
             self._active_queues -= 1
+        self.seats_waiting -= request.seats
         request.decision, request.reason = Decision.REJECT, reason
         self._dispatch_as_much_as_possible()
+        self._note_demand()
         return True
 
     def finish(self, request: Request) -> None:
@@ -184,11 +206,19 @@ class QueueSet:
             queue.next_dispatch_r -= request.seats * (ESTIMATED_SERVICE_DURATION - actual)
             self._bound_next_dispatch(queue)
         self._dispatch_as_much_as_possible()
+        self._note_demand()
 
     def set_concurrency_limit(self, limit: int) -> None:
+        """The level's current limit changed (its nominal one, or the borrowing's): more
+        is dispatched when it grew; executing requests are never stopped when it shrank."""
         self._sync_time()
         self.concurrency_limit = limit
         self._dispatch_as_much_as_possible()
+
+    def waiting_requests(self) -> list[tuple[int, int, Request]]:
+        """(queue index, index in queue, request) of each waiting request (upstream's
+        QueueSet.Dump's queues' Requests, for dump_requests)."""
+        return [(q.index, i, r) for q in self._queues for i, r in enumerate(q.waiting)]
 
     # ------------------------------------------------------------ internals
 
@@ -260,11 +290,15 @@ class QueueSet:
             return False
         best.waiting.popleft()
         self.waiting -= 1
+        self.seats_waiting -= head.seats
         self._robin = best_index
         best.next_dispatch_r += head.work
         self._execute(head)
         self._bound_next_dispatch(best)
         return True
+
+    def _note_demand(self) -> None:
+        self.demand.set(self.seats_in_use + self.seats_waiting)
 
     @staticmethod
     def _bound_next_dispatch(queue: _Queue) -> None:

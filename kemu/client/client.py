@@ -56,6 +56,7 @@ from kemu.component.client_connection import ClientConnection
 from kemu.component.latency import CallDelay
 from kemu.machinery import kinds
 from kemu.machinery.errors import ApiError, Fenced, Timeout, TooManyRequests, Unavailable
+from kemu.machinery.user import UserInfo
 from kemu.machinery.virtual_time import APISERVER_KEY, CLOCK_CALL_KEY, CLOCK_IDENTITY_KEY
 
 __all__ = ["Client", "ListResult", "M", "WatchEvent"]
@@ -226,6 +227,11 @@ def unthrottled_of(client: ApiClient) -> ApiClient:
     return client.unthrottled() if isinstance(client, Client) else client
 
 
+def as_user_of(client: ApiClient, user: UserInfo) -> ApiClient:
+    """`client.as_user(user)` for a Client; any other ApiClient (a fake) is its own."""
+    return client.as_user(user) if isinstance(client, Client) else client
+
+
 class Client:
     """An ApiClient over one gRPC channel; create it inside the event loop that uses it.
 
@@ -242,6 +248,7 @@ class Client:
         wait_for_server: bool = True,
         limits: ClientLimits | None = None,
         latency: CallDelay | None = None,
+        user: UserInfo | None = None,
     ) -> None:
         """`wait_for_server=False` makes calls fail at once with Unavailable when nothing
         answers at `server` (for a user at a terminal) instead of waiting and retrying (for
@@ -251,13 +258,17 @@ class Client:
         `throttle`; `sibling()` makes another client with a bucket of its own); None, for a
         test's or a driver's client, is no limit. `latency`: what every call waits before it
         is sent, after its token (kemu.component.latency; None: nothing). A malformed list of
-        several addresses raises ServerAddressError (a ValueError) naming --server."""
+        several addresses raises ServerAddressError (a ValueError) naming --server. `user`: the
+        user every call and watch claims (kemu.machinery.user: a kubelet's node; None: the
+        apiserver names the user from `user_agent`)."""
         self.server = server
         self._latency = latency
         self.servers = parse_servers(server) if SEPARATOR in server else (server,)
         self.timeout = timeout
         self.wait_for_server = wait_for_server
         self._user_agent = user_agent
+        self.user = user
+        self._user_metadata = user.metadata() if user is not None else ()
         self.limits = limits
         self.throttle: Throttle | None = limits.new() if limits is not None else None
         self._channel: grpc.aio.Channel | None = None
@@ -304,6 +315,7 @@ class Client:
             timeout=timeout,
             user_agent=self._user_agent,
             wait_for_server=False,
+            user=self.user,
         )
         view._base = self._base or self
         view.throttle = self.throttle
@@ -317,6 +329,7 @@ class Client:
             timeout=self.timeout,
             user_agent=self._user_agent,
             wait_for_server=self.wait_for_server,
+            user=self.user,
         )
         view._base = self._base or self
         return view
@@ -336,8 +349,25 @@ class Client:
             user_agent=self._user_agent,
             wait_for_server=self.wait_for_server,
             limits=limits,
+            user=self.user,
         )
         view._base = self._base or self
+        return view
+
+    def as_user(self, user: UserInfo) -> Client:
+        """This client (its channel and rate limiter) claiming `user` (a hollow kubelet's
+        node: upstream's kubemark gives each hollow node a client of its own). Closing it does
+        not close the channel."""
+        view = Client(
+            self.server,
+            timeout=self.timeout,
+            user_agent=self._user_agent,
+            wait_for_server=self.wait_for_server,
+            user=user,
+        )
+        view._base = self._base or self
+        view.limits = self.limits
+        view.throttle = self.throttle
         return view
 
     # ------------------------------------------------------------ channel
@@ -400,6 +430,7 @@ class Client:
         carries the term's fencing token (kemu.client.fencing)."""
         fence = fencing.current() if name in _WRITES else None
         metadata = fence.token.metadata() if fence is not None else ()
+        metadata = (*metadata, *self._user_metadata)
         root = self._base or self
         tagged = bool(root.clock_identity)
         if tagged:
@@ -635,11 +666,9 @@ class Client:
         # No deadline: a watch lives as long as its reader wants it.
         root = self._base or self
         identity = root.clock_identity
-        call = method(
-            req,
-            wait_for_ready=self.wait_for_server,
-            metadata=((CLOCK_IDENTITY_KEY, identity),) if identity else None,
-        )
+        metadata = ((CLOCK_IDENTITY_KEY, identity),) if identity else ()
+        metadata = (*metadata, *self._user_metadata)
+        call = method(req, wait_for_ready=self.wait_for_server, metadata=metadata or None)
         stream = _WatchStream(call, kind, root if identity else None)
         try:
             yield stream

@@ -46,6 +46,7 @@ from kemu.component.runner import ComponentContext, retry_until_ready
 from kemu.component.version import BINARY_VERSION
 from kemu.component.virtual_clock import VirtualClock
 from kemu.machinery.errors import Timeout, Unavailable
+from kemu.machinery.user import UserInfo
 
 logger = logging.getLogger(__name__)
 
@@ -68,14 +69,16 @@ def component_client(
     connection: ClientConnection,
     ctx: ComponentContext,
     latency: CallLatency | None = None,
+    user: UserInfo | None = None,
 ) -> Client:
     """The component's client of the apiserver at `server`, rate limited by `connection`
     (its flags' or configuration's qps and burst) on its clock, the waits observed on its
     /metrics (kemu.client.flowcontrol), each call after its token waiting `latency`
-    (--apiserver-latency, kemu.component.latency) on that clock too."""
+    (--apiserver-latency, kemu.component.latency) on that clock too; claiming `user` (a
+    kubelet's node) where given, else named by the apiserver from `component`."""
     limits = ClientLimits(connection, ctx.clock, host=server, registry=ctx.registry)
     delay = latency.on(ctx.clock) if latency is not None else None
-    return Client(server, user_agent=component, limits=limits, latency=delay)
+    return Client(server, user_agent=component, limits=limits, latency=delay, user=user)
 
 
 async def run_elected(

@@ -178,6 +178,14 @@ RULES: Final[Mapping[str, VersionRule]] = MappingProxyType(
             'kube-scheduler memory)." (kubernetes#135719; '
             "pkg/scheduler/framework/runtime/waiting_pods_map.go)",
         ),
+        "apf_borrowing": VersionRule(
+            Version(1, 26),
+            "API Priority and Fairness's levels lend and borrow seats: every 10 s each level's "
+            "concurrency limit is re-divided from its seat demand within [nominal - "
+            "lendablePercent, nominal + borrowingLimitPercent] (KEP-1040, flowcontrol v1beta3; "
+            "k8s.io/apiserver pkg/util/flowcontrol apf_controller.go updateBorrowing, "
+            "conc_alloc.go); before, each level has its nominal limit",
+        ),
     }
 )
 
@@ -208,6 +216,7 @@ class VersionRules:
     scheduling_failure_checks_uid: bool
     preempt_pre_bind_in_memory: bool
     preempted_waiting_pod_backs_off: bool
+    apf_borrowing: bool
 
     @classmethod
     def at(cls, version: Version) -> VersionRules:

@@ -11,6 +11,7 @@ import anyio
 from aiohttp import web
 from google.protobuf.message import Message
 
+from apiserver.endpoints.inflight import watch_initialized
 from apiserver.endpoints.rest import status
 from apiserver.endpoints.rest.request import JSON_TYPE, Target, int_param, json_response, truthy
 from apiserver.endpoints.rest.table import include_object, table, wants_table
@@ -108,6 +109,7 @@ class Reads:
         try:
             with anyio.move_on_after(timeout if timeout and timeout > 0 else float("inf")):
                 await self._send_frames(response, t, initial, as_table)
+                watch_initialized()  # (priority and fairness releases the watch's seats)
                 async with receive:
                     while True:
                         frame = None

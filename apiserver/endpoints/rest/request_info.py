@@ -52,4 +52,7 @@ def request_info(
         verb = "deletecollection"
     else:
         verb = _VERBS.get(method, method.lower())
-    return RequestInfo(verb, resource, namespace, "", group, subresource, user)
+    initial = verb == "watch" and query.get("sendInitialEvents", "").lower() in ("true", "1")
+    return RequestInfo(
+        verb, resource, namespace, "", group, subresource, user, send_initial_events=initial
+    )

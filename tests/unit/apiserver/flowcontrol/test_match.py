@@ -10,6 +10,7 @@ from apiserver.endpoints.inflight import RequestInfo
 from apiserver.flowcontrol import match
 from apiserver.flowcontrol.apf_filter import bootstrap_config
 from kemu.api.v1 import types_pb2
+from kemu.machinery.user import node_user
 
 SCHEDULER = identity.of_user_agent("kube-scheduler grpc-python-asyncio/1.66")
 KCM = identity.of_user_agent("kube-controller-manager")
@@ -121,3 +122,19 @@ def test_the_flow_hash_is_stable_and_depends_on_schema_and_distinguisher() -> No
     assert a.flow_hash() == match.Classification(fs, "l", "u1").flow_hash()
     assert a.flow_hash() != match.Classification(fs, "l", "u2").flow_hash()
     assert 0 <= a.flow_hash() < 2**64
+
+
+def test_a_kubelet_claiming_its_node_is_a_flow_of_its_own() -> None:
+    """Each kubelet's client claims system:node:<name> (kemu.machinery.user; upstream's node
+    client certificate), so system-nodes' ByUser gives each node its flow."""
+    a = identity.of_metadata([("user-agent", "kubelet"), *node_user("a").metadata()])
+    b = identity.of_metadata([("user-agent", "kubelet"), *node_user("b").metadata()])
+    assert a == UserInfo("system:node:a", ("system:nodes", "system:authenticated"))
+    got = {_classify(RequestInfo("get", "pods", "ns", user=u)) for u in (a, b)}
+    assert got == {
+        ("system-nodes", "system", "system:node:a"),
+        ("system-nodes", "system", "system:node:b"),
+    }
+    # without a claim: the user agent's component, else anonymous
+    assert identity.of_metadata([("user-agent", "kubelet/1.0")]) == KUBELET
+    assert identity.of_metadata([]) == ANONYMOUS
