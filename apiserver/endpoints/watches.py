@@ -34,6 +34,12 @@ from kemu.machinery.virtual_time import APISERVER_KEY, CLOCK_IDENTITY_KEY
 _WATCH_BATCH: Final = 500  # events per WatchResponse at most
 _WATCH_BUSY: Final = 0.02  # a watch that sent less than this ago is busy...
 _WATCH_LINGER: Final = 0.005  # ...and waits this long to batch events
+BOOKMARK_SLACK: Final = 1.0
+"""How late a periodic bookmark may go: upstream's cacher (storage/cacher/cacher.go) keeps its
+watchers' bookmark times in one-second buckets (watcherBookmarkTimeBuckets) and dispatches a
+bucket when its about-a-second timer (wait.Jitter(time.Second, 0.25)) fires. On the virtual
+clock it is the timer's slack: the event-driven clock serves many watches' bookmarks with one
+jump rather than a jump each."""
 
 
 class Watches:
@@ -91,6 +97,7 @@ class Watches:
                     async with move_on_after(
                         self._clock,
                         max(next_bookmark - self._clock.monotonic(), 0) if bookmarks else math.inf,
+                        slack=BOOKMARK_SLACK,
                     ):
                         try:
                             frame = await receive.receive()

@@ -17,6 +17,7 @@ from typing import Final
 from kemu.api.v1 import types_pb2
 from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock, RealClock
+from kemu.component.virtual_clock import sleep_jittered
 from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import AlreadyExists, ApiError, Conflict, NotFound
 
@@ -29,6 +30,11 @@ BINARY_VERSION_ANNOTATION: Final = "kemu.io/binary-version"
 FEATURE_GATES_ANNOTATION: Final = "kemu.io/feature-gates"
 
 _RETRY_MIN: Final = 0.5
+RENEW_JITTER: Final = 0.04
+"""Upstream's lease controller (k8s.io/component-helpers/apimachinery/lease, controller.go,
+behind the apiserver identity leases) renews with wait.JitterUntil(sync, renewInterval, 0.04):
+each wait up to 4% longer. On the virtual clock that range is the timer's slack, so that the
+event-driven clock serves several processes' renewals with one jump."""
 
 
 def identity_lease_name(component: str, identity: str) -> str:
@@ -141,4 +147,4 @@ async def run_identity_heartbeat(
             logger.info("identity lease %s/%s renewed again", namespace, name)
         failing = False
         retry = _RETRY_MIN
-        await clock.sleep(interval)
+        await sleep_jittered(clock, interval, RENEW_JITTER)

@@ -336,6 +336,19 @@ class ManagedProcess:
         _live.discard(self)
         return code
 
+    def wait(self, timeout: float) -> int:
+        """Waits for the process to exit on its own (a command run to its end); its exit code.
+        Still running after `timeout` seconds: killed, and TimeoutExpired raised."""
+        if self._popen is None:
+            raise RuntimeError(f"{self.name} was never started")
+        try:
+            code = self._popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise
+        _live.discard(self)
+        return code
+
     def restart(self, timeout: float = DEFAULT_STOP_TIMEOUT) -> None:
         """Terminate the process if it still runs, then start the same argv again."""
         if self.running:

@@ -164,7 +164,13 @@ def _whatif(
     return done.returncode, result
 
 
+@pytest.mark.long  # make test-long: the next test covers it in make test
 def test_whatif_of_a_configuration_against_itself_finds_no_difference(tmp_path: Path) -> None:
+    """Two replays of one configuration: no difference, exit 0 under --fail-on-diff. In `make
+    test` the next test proves as much (its two replays of this trace and configuration,
+    0 and 200 ms apart, place every pod alike, and differ only by the 200 ms in binding; the
+    exit code is one line of kemu/whatif.py's main), so this one, ~10 CPU-s, runs in `make
+    test-long`."""
     trace = _scoring_trace(tmp_path / "scoring.sktrace")
     config = EXAMPLES / "most-allocated.yaml"
     code, result = _whatif(trace, config, config, tmp_path)

@@ -7,7 +7,7 @@ import pytest
 
 from kemu.api.v1 import types_pb2
 from kemu.client.fake import FakeClient
-from kemu.client.identity import run_identity_heartbeat
+from kemu.client.identity import RENEW_JITTER, run_identity_heartbeat
 from kemu.component.clock import FakeClock
 from kemu.machinery.errors import Unavailable
 from kemu.testing.fake_time import advance, settle, wait_until
@@ -46,7 +46,8 @@ async def test_the_identity_lease_is_created_and_renewed() -> None:
         assert lease.spec.lease_duration_seconds == 30
         first = lease.spec.renew_time.seconds
 
-        await advance(clock, 10)
+        # every 10 s, each wait up to 4% longer (upstream's lease controller's JitterUntil)
+        await advance(clock, 10 * (1 + RENEW_JITTER))
         renewed = await fake.get(types_pb2.Lease, "kube-scheduler-host-1", "kube-system")
         assert renewed.spec.renew_time.seconds == first + 10
         assert fake.verbs("leases").count("update") == 1

@@ -252,7 +252,7 @@ def outcome(w: World, pods: list[types_pb2.Pod]) -> list[object]:
     return out
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     nodes=st.lists(nodes_st, min_size=1, max_size=12),
     bound=st.lists(st.tuples(st.integers(0, 200), pods_st), max_size=15),
@@ -280,7 +280,7 @@ def test_batch_and_per_node_paths_place_and_reject_alike(
     assert outcome(batch, pods) == outcome(per_node, pods)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     nodes=st.lists(nodes_st, min_size=1, max_size=15),
     bound=st.lists(st.tuples(st.integers(0, 200), pods_st), max_size=20),
@@ -412,7 +412,7 @@ countable_pods_st = pods_st.map(lambda p: replace(p, anti=False, affinity=False,
 nominated_pods_st = st.one_of(countable_pods_st, countable_pods_st, countable_pods_st, pods_st)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     nodes=st.lists(nodes_st, min_size=1, max_size=12),
     bound=st.lists(st.tuples(st.integers(0, 200), pods_st), max_size=15),
@@ -517,7 +517,7 @@ def test_nominated_pods_pass_falls_back_per_node_for_what_columns_do_not_hold() 
     assert calls == ["n0"]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     nodes=st.lists(nodes_st, min_size=1, max_size=10),
     bound=st.lists(st.tuples(st.integers(0, 200), pods_st), max_size=10),

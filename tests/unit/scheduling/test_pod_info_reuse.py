@@ -87,7 +87,7 @@ def test_pod_info_has_the_slots_the_reuse_knows() -> None:
     assert REUSABLE, "PodInfo's slots changed: update kemu/scheduling/pod_info.py"
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(old=pods(), new=pods(), in_place=st.booleans(), per_container_max=st.booleans())
 def test_a_reused_pod_info_is_the_one_built_from_the_new_pod(
     old: types_pb2.Pod, new: types_pb2.Pod, in_place: bool, per_container_max: bool
@@ -144,7 +144,7 @@ def assert_counted_alike(cache: Cache, fresh: Cache) -> None:
     assert [pi.uid for pi in got.pods_with_affinity] == [pi.uid for pi in want.pods_with_affinity]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(old=pods(), new=pods())
 def test_the_cache_counts_an_updated_pod_as_the_new_pod(
     old: types_pb2.Pod, new: types_pb2.Pod
@@ -156,7 +156,7 @@ def test_the_cache_counts_an_updated_pod_as_the_new_pod(
     assert_counted_alike(updated, fresh)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(assumed=pods(), bound=pods())
 def test_the_cache_counts_a_confirmed_assumed_pod_as_the_bound_pod(
     assumed: types_pb2.Pod, bound: types_pb2.Pod

@@ -173,7 +173,7 @@ def run(
     return snapshots, rec.calls, metrics
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(
     pods=pod_specs,
     events=event_specs,

@@ -198,7 +198,7 @@ def build(nodes: list[NodeSpec], bound: list[tuple[int, PodSpec]]) -> Snapshot:
     return Snapshot.from_objects(pods, node_objs)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     nodes=st.lists(nodes_st, min_size=1, max_size=10),
     bound=st.lists(st.tuples(st.integers(0, 100), plain_or_pods_st), max_size=14),
@@ -284,7 +284,7 @@ def test_index_and_walk_filter_and_score_alike(
     assert normalized is not None and normalized.tolist() == [s.score for s in w_norm]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     nodes=st.lists(nodes_st, min_size=1, max_size=8),
     bound=st.lists(st.tuples(st.integers(0, 100), pods_st), max_size=10),
