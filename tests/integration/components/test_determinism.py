@@ -35,6 +35,7 @@ from kemu.testing.cluster_time import START_SECONDS
 from kemu.testing.determinism import (
     PreemptionScenario,
     Preemptor,
+    ProvisionedClass,
     Victim,
     Writes,
     run_scenario,
@@ -194,6 +195,33 @@ async def test_victims_ending_at_the_instants_of_backoffs_run_three_times_give_o
     assert runs[0].summary() == runs[1].summary() == runs[2].summary()
 
 
+PROVISIONED_AT_A_POLL = PreemptionScenario(
+    nodes=1,
+    node_milli_cpu=1000,
+    victims=(),
+    preemptors=(Preemptor("preemptor-0", 500, 100, claim_class="sim-1s"),),
+    seed=7,
+    classes=(ProvisionedClass("sim-1s", "1s"),),
+    run_for=5.0,
+)
+
+
+async def test_a_claim_provisioned_at_the_instant_of_a_prebind_poll_is_seen_by_it(
+    tmp_path: Path,
+) -> None:
+    """A binding cycle's look at the others' work is a step (docs/virtual-time.md): the
+    pod's PreBind writes its claim's selected node at 0 and looks again each second; the
+    simulated provisioner's 1 s ends at the instant of the first look, and the look sees
+    the claim bound, whichever timer ran first in wall time. Before, the scheduler's
+    in-memory look nearly always won the race against the provisioner's three hops (the
+    volume created, the claim bound, the scheduler's informer) and the pod was bound at
+    2 s; one run in five of a random scenario with claims saw it the other way."""
+    run = await run_scenario(tmp_path, PROVISIONED_AT_A_POLL)
+    pod = run.summary()["default/preemptor-0"]
+    assert pod["node"] == "node-0"
+    assert pod["bound_at_ms"] == 1000
+
+
 async def _each_twice(root: Path, scenarios: list[PreemptionScenario], seed: int) -> None:
     for i, scenario in enumerate(scenarios):
         first = await run_scenario(root / f"{i}-first", scenario)
@@ -210,14 +238,17 @@ async def test_random_preemption_scenarios_run_twice_give_one_digest(
     preemptors created at one instant, the victims' shutdown durations and grace periods)
     gives one outcome. Two small ones in make test (about 40 s of wall time on 2 cores): the
     preemptors of one written with the cluster settled after each, of the other back to
-    back."""
+    back, half of them with a WaitForFirstConsumer claim (a binding cycle's PreBind waits
+    for its provisioning)."""
     scenarios = [
         # (20 virtual seconds: every victim is gone after 5, the preemptors' backoffs end)
         replace(
-            PreemptionScenario.generate(rng, nodes=(2, 4), preemptors=(4, 8), preemptor_writes=w),
+            PreemptionScenario.generate(
+                rng, nodes=(2, 4), preemptors=(4, 8), preemptor_writes=w, claims=claims
+            ),
             run_for=20.0,
         )
-        for w in (Writes.SETTLED, Writes.BURST)
+        for w, claims in ((Writes.SETTLED, 0.0), (Writes.BURST, 0.5))
     ]
     await _each_twice(tmp_path, scenarios, rng.initial_seed)
 
@@ -229,7 +260,11 @@ async def test_more_random_preemption_scenarios_run_twice_give_one_digest(
 ) -> None:
     scenarios = [
         PreemptionScenario.generate(
-            rng, nodes=(2, 5), preemptors=(3, 10), preemptor_writes=rng.choice(list(Writes))
+            rng,
+            nodes=(2, 5),
+            preemptors=(3, 10),
+            preemptor_writes=rng.choice(list(Writes)),
+            claims=rng.choice((0.0, 0.5, 1.0)),
         )
         for _ in range(8)
     ]
