@@ -14,11 +14,15 @@ priorities, the victims' shutdown durations and grace periods, the preemptors);
 from __future__ import annotations
 
 import enum
+import functools
 import random
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+import anyio.lowlevel
 import anyio.to_thread
 
 from kemu.client.client import Client
@@ -58,6 +62,11 @@ class Writes(enum.Enum):
     next ones' arrival. Repeatable only where the reacting component's order does not
     depend on that race (preemptors of one priority: the scheduling queue's ties come out in
     arrival order)."""
+    HELD = "held"
+    """Back to back inside `Client.clock_burst()`: the cluster takes no step until the last
+    is written, so the scheduling queue takes them in its order (priority, then the order
+    written) whatever their order and however long the driver takes between them. The
+    outcome is the same every run."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +113,9 @@ class PreemptionScenario:
     classes: tuple[ProvisionedClass, ...] = ()
     """The preemptors' claims' classes: with any, the controller-manager runs the
     PersistentVolume controller and the simulated CSI provisioner."""
+    write_pause: float = 0.0
+    """Wall seconds the driver takes between two of the preemptors' writes (a slow driver:
+    with `Writes.BURST`, the cluster's steps may come between them)."""
     run_for: float = 60.0
     """Virtual seconds the cluster runs after the preemptors are created."""
 
@@ -123,8 +135,9 @@ class PreemptionScenario:
         periods of 1..5 s; each preemptor asks for 0.5..1 node at priority 100..102 and,
         with the chance `claims`, a WaitForFirstConsumer claim of one of two simulated
         classes (provisionDelay of PROVISION_DELAYS)."""
-        # (priorities drawn, then sorted: a later write never goes before an earlier one in
-        # the scheduling queue, so that a burst too is repeatable)
+        # (priorities drawn, then sorted unless the writes are held: a later write never
+        # goes before an earlier one in the scheduling queue, so that a burst too is
+        # repeatable)
         node_count = rng.randint(*nodes)
         node_cpu = rng.choice((1000, 2000))
         victims: list[Victim] = []
@@ -144,7 +157,9 @@ class PreemptionScenario:
                 )
             del n
         count = rng.randint(*preemptors)
-        priorities = sorted((rng.randint(100, 102) for _ in range(count)), reverse=True)
+        priorities = [rng.randint(100, 102) for _ in range(count)]
+        if preemptor_writes is not Writes.HELD:
+            priorities.sort(reverse=True)
         classes = (
             tuple(ProvisionedClass(f"sim-{i}", rng.choice(PROVISION_DELAYS)) for i in range(2))
             if claims
@@ -229,16 +244,32 @@ async def run_scenario(root: Path, scenario: PreemptionScenario) -> RunRecorder:
                     await client.create(pod.priority_class(f"p{victim.priority}").obj())
                     await client.advance_clock(0)
                 for preemptor in scenario.preemptors:
-                    pod = make_pod(preemptor.name).namespace(NAMESPACE)
-                    pod.req(cpu=f"{preemptor.milli_cpu}m")
-                    obj = pod.priority_class(f"p{preemptor.priority}").obj()
                     if preemptor.claim_class:
                         name = f"claim-{preemptor.name}"
                         await client.create(claim(NAMESPACE, name, preemptor.claim_class))
-                        await client.advance_clock(0)
-                        obj.spec.volumes.add(name="data").persistent_volume_claim.claim_name = name
-                    await client.create(obj)
-                    if scenario.preemptor_writes is Writes.SETTLED:
-                        await client.advance_clock(0)
+                await client.advance_clock(0)
+                async with _writes(client, scenario.preemptor_writes) as settle:
+                    for preemptor in scenario.preemptors:
+                        pod = make_pod(preemptor.name).namespace(NAMESPACE)
+                        pod.req(cpu=f"{preemptor.milli_cpu}m")
+                        obj = pod.priority_class(f"p{preemptor.priority}").obj()
+                        if preemptor.claim_class:
+                            volume = obj.spec.volumes.add(name="data")
+                            volume.persistent_volume_claim.claim_name = f"claim-{preemptor.name}"
+                        await client.create(obj)
+                        await settle()
+                        await anyio.sleep(scenario.write_pause)
                 await client.advance_clock(scenario.run_for)
         return run
+
+
+@asynccontextmanager
+async def _writes(client: Client, writes: Writes) -> AsyncIterator[Callable[[], Awaitable[object]]]:
+    """What follows each of the preemptors' writes, inside what holds them, as `writes` says."""
+    if writes is Writes.SETTLED:
+        yield functools.partial(client.advance_clock, 0)
+    elif writes is Writes.HELD:
+        async with client.clock_burst():
+            yield anyio.lowlevel.checkpoint
+    else:
+        yield anyio.lowlevel.checkpoint

@@ -222,6 +222,35 @@ async def test_a_claim_provisioned_at_the_instant_of_a_prebind_poll_is_seen_by_i
     assert pod["bound_at_ms"] == 1000
 
 
+def _slow_burst(writes: Writes) -> PreemptionScenario:
+    """One free node, and two pods that each fill it written at one instant, the lower
+    priority first, the driver taking 0.3 wall seconds between them."""
+    return PreemptionScenario(
+        nodes=1,
+        node_milli_cpu=1000,
+        victims=(),
+        preemptors=(Preemptor("preemptor-0", 1000, 100), Preemptor("preemptor-1", 1000, 102)),
+        seed=7,
+        preemptor_writes=writes,
+        write_pause=0.3,
+        run_for=5.0,
+    )
+
+
+async def test_a_held_burst_is_taken_in_the_queues_order_however_slow_the_driver(
+    tmp_path: Path,
+) -> None:
+    """A driver's writes at one instant inside `Client.clock_burst()` (docs/virtual-time.md,
+    the order rule): no step of the cluster comes between them, so the higher-priority pod,
+    written last, is scheduled first and the other finds the node full. Before (a plain
+    burst, `Writes.BURST`), a probe round fitting in the driver's pause released the
+    scheduler's cycle for the first pod: it was bound, then preempted by the second."""
+    pods = (await run_scenario(tmp_path / "held", _slow_burst(Writes.HELD))).summary()
+    assert pods["default/preemptor-1"]["bound_at_ms"] == 0
+    assert pods["default/preemptor-0"]["node"] == ""
+    assert not pods["default/preemptor-0"]["preempted"]
+
+
 async def _each_twice(root: Path, scenarios: list[PreemptionScenario], seed: int) -> None:
     for i, scenario in enumerate(scenarios):
         first = await run_scenario(root / f"{i}-first", scenario)
