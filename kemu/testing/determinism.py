@@ -113,6 +113,10 @@ class PreemptionScenario:
     classes: tuple[ProvisionedClass, ...] = ()
     """The preemptors' claims' classes: with any, the controller-manager runs the
     PersistentVolume controller and the simulated CSI provisioner."""
+    kubelets: int = 1
+    """Hollow kubelet processes the nodes are dealt to, in turn: with more than one, the
+    nodes of process i are `node<i>-<j>` (else `node-<j>`), and several processes' timers
+    (the victims' shutdowns) fall due at one instant."""
     write_pause: float = 0.0
     """Wall seconds the driver takes between two of the preemptors' writes (a slow driver:
     with `Writes.BURST`, the cluster's steps may come between them)."""
@@ -128,6 +132,7 @@ class PreemptionScenario:
         preemptors: tuple[int, int] = (3, 10),
         preemptor_writes: Writes = Writes.SETTLED,
         claims: float = 0.0,
+        kubelets: tuple[int, int] = (1, 1),
     ) -> PreemptionScenario:
         """A scenario drawn from `rng`: `nodes` and `preemptors` are inclusive ranges of
         their counts. Each node is filled with victims (1 to 3 of them, sizes that add up to
@@ -182,6 +187,8 @@ class PreemptionScenario:
             seed=rng.randrange(2**31),
             preemptor_writes=preemptor_writes,
             classes=classes,
+            # (drawn last, and only when asked: the draws before are those of older seeds)
+            kubelets=min(node_count, rng.randint(*kubelets)) if kubelets != (1, 1) else 1,
         )
 
 
@@ -206,18 +213,21 @@ async def run_scenario(root: Path, scenario: PreemptionScenario) -> RunRecorder:
         async with Client(c.server) as client:
             await client.set_clock_rate(0)  # every process starts at one virtual instant
             c.start_scheduler(extra_args=["--seed", str(scenario.seed)])
-            c.start_component(
-                "kubelet",
-                "kubelet-hollow",
-                [
-                    "--server", c.server,
-                    "--nodes", str(scenario.nodes),
-                    "--node-name-prefix", NODE_PREFIX,
-                    "--capacity", f"cpu={scenario.node_milli_cpu}m,memory=8Gi,pods=110",
-                    "--root-dir", "",
-                    "--pod-startup-delay", "0s",
-                ],
-            )  # fmt: skip
+            for i in range(scenario.kubelets):
+                nodes = len(range(i, scenario.nodes, scenario.kubelets))
+                c.start_component(
+                    "kubelet",
+                    "kubelet-hollow" if scenario.kubelets == 1 else f"kubelet-hollow-{i}",
+                    [
+                        "--server", c.server,
+                        "--nodes", str(nodes),
+                        "--node-name-prefix",
+                        NODE_PREFIX if scenario.kubelets == 1 else f"{NODE_PREFIX}{i}",
+                        "--capacity", f"cpu={scenario.node_milli_cpu}m,memory=8Gi,pods=110",
+                        "--root-dir", "",
+                        "--pod-startup-delay", "0s",
+                    ],
+                )  # fmt: skip
             if scenario.classes:
                 manager = c.start_controllermanager(
                     extra_args=["--controllers", STORAGE_CONTROLLERS], wait=False

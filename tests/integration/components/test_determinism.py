@@ -294,6 +294,7 @@ async def test_more_random_preemption_scenarios_run_twice_give_one_digest(
             preemptors=(3, 10),
             preemptor_writes=rng.choice(list(Writes)),
             claims=rng.choice((0.0, 0.5, 1.0)),
+            kubelets=(1, 3),
         )
         for _ in range(8)
     ]
