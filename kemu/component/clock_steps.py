@@ -4,7 +4,7 @@ event-driven clock's driver releases them. A scheduling cycle is one (which pods
 and what the cycle finds of the others' work, then does not depend on how fast that work ran
 in wall time); so is a binding cycle's look at the others' work (VolumeBinding's and
 DynamicResources' PreBind polls: a claim provisioned at the instant of a poll is seen by it,
-whichever process's timer ran first). Only while the cluster clock holds (rate 0, and rate
+whichever process's timer ran first); so is the cluster autoscaler's loop. Only while the cluster clock holds (rate 0, and rate
 max between its jumps) and the process is in session: at a scaled rate, or before its
 session, a step is taken at once.
 
@@ -30,6 +30,10 @@ class StepOrder(enum.IntEnum):
     binding cycle's own work woken at the instant does (the cycle waits for quiescence)."""
     SCHEDULING_CYCLE = 1
     """The scheduling queue's pop."""
+    LOOP = 2
+    """A component's periodic pass over what it reads of the cluster (the cluster
+    autoscaler's RunOnce): at the instant of a loop, a pod ending or a node registering is
+    seen whichever timer ran first."""
 
 
 class ClockSteps:

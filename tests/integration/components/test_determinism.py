@@ -26,12 +26,14 @@ from pathlib import Path
 
 import anyio.to_thread
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
+from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.machinery.virtual_time import ClockMode
 from kemu.testing.builders import PriorityClassBuilder, make_pod
-from kemu.testing.cluster import Cluster
-from kemu.testing.cluster_time import START_SECONDS
+from kemu.testing.cluster import Cluster, Component
+from kemu.testing.cluster_time import START_SECONDS, advance_to
 from kemu.testing.determinism import (
     PreemptionScenario,
     Preemptor,
@@ -299,3 +301,78 @@ async def test_more_random_preemption_scenarios_run_twice_give_one_digest(
         for _ in range(8)
     ]
     await _each_twice(tmp_path, scenarios, rng.initial_seed)
+
+
+ONE_NODE_POOL = """nodeGroups:
+- name: pool-a
+  minSize: 1
+  maxSize: 2
+  template:
+    capacity: {cpu: "2", memory: 4Gi, pods: "20"}
+    kubeletArgs: ["--pod-startup-delay", "0s"]
+"""
+
+
+def _last_loop(autoscaler: Component) -> float:
+    """The virtual instant the autoscaler's last loop began (its last_activity gauge; the
+    exposition prints a float so that it reads back as the same float)."""
+    for family in text_string_to_metric_families(autoscaler.scrape()):
+        for sample in family.samples:
+            if (
+                sample.name == "cluster_autoscaler_last_activity"
+                and sample.labels.get("activity") == "main"
+            ):
+                return float(sample.value)
+    raise AssertionError("the autoscaler has not looped")
+
+
+async def _a_pod_ends_at_an_autoscaler_loop(root: Path) -> tuple[str, list[str]]:
+    """A node of a one-node pool filled by a pod deleted at the instant of an autoscaler
+    loop (every loop ends at once: the next is 1 s after), its container exiting 1 s after
+    SIGTERM, so that it ends at the instant of the next loop; a pod needing its room created
+    meanwhile. The node that pod is bound to, and the pool's nodes, 10 virtual s later."""
+    with Cluster(root, clock=ClockMode.VIRTUAL) as c:
+        c.start_etcd()
+        c.start_apiserver(extra_args=["--clock-start", "2030-01-01T00:00:00Z"])
+        async with Client(c.server) as client:
+            await client.set_clock_rate(0)
+            started = [
+                c.start_scheduler(extra_args=["--seed", SEED], wait=False),
+                c.start_cloud(ONE_NODE_POOL),
+            ]
+            autoscaler = c.start_autoscaler(c.component("cloud"), scan_interval="1s", wait=False)
+            started.append(autoscaler)
+            await client.advance_clock(START_SECONDS)
+            for component in started:
+                await anyio.to_thread.run_sync(component.wait_ready)
+            full = make_pod("full").namespace("default").req(cpu="2")
+            full.annotation(SHUTDOWN_ANNOTATION, "1s")
+            await client.create(full.obj())
+            await client.advance_clock(0)
+            loop = _last_loop(autoscaler)
+            await advance_to(client, loop + 2)
+            assert _last_loop(autoscaler) == loop + 2  # (the same float: loops on its grid)
+            await client.delete(types_pb2.Pod, "full", namespace="default")
+            await client.advance_clock(0)
+            waiting = make_pod("waiting").namespace("default").req(cpu="1")
+            await client.create(waiting.obj())
+            await client.advance_clock(0)
+            await client.advance_clock(10)  # (the full pod ends at loop + 3)
+            nodes = (await client.list_all(types_pb2.Node)).items
+            pod = await client.get(types_pb2.Pod, "waiting", namespace="default")
+            return pod.spec.node_name, sorted(n.metadata.name for n in nodes)
+
+
+@pytest.mark.long  # a cloud and an autoscaler, three times: about 40 s
+async def test_an_autoscaler_loop_at_the_instant_a_pod_ends_sees_it_gone(tmp_path: Path) -> None:
+    """The autoscaler's loop is a step (docs/virtual-time.md): its loop at the instant a
+    pod ends (its kubelet's timer, due at the same float) reads the cluster once the pod is
+    gone, so the pending pod it left room for fits on the node and nothing is added.
+    Before, the loop read its informers as its timer fired, raced the kubelet's deletion,
+    and one run in three scaled the group up for a pod the scheduler then bound to the old
+    node."""
+    for i in range(3):
+        assert await _a_pod_ends_at_an_autoscaler_loop(tmp_path / str(i)) == (
+            "pool-a-0",
+            ["pool-a-0"],
+        ), f"run {i}"
