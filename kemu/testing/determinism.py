@@ -1,7 +1,8 @@
 """Seeded preemption scenarios for the determinism tests (issue #58 item 6): nodes filled with
 low-priority victims that take a while to terminate, then several preemptors created at one
 virtual instant. `PreemptionScenario.generate(rng)` draws one from a seed (nodes, pod sizes,
-priorities, the victims' shutdown durations and grace periods, the preemptors);
+priorities, the victims' shutdown durations and grace periods, the preemptors, their
+WaitForFirstConsumer claims, the kubelet processes the nodes are dealt to);
 `run_scenario` runs it on a fresh cluster at rate max and returns what it did
 (`kemu.testing.digest.RunRecorder`), so that two runs can be compared.
 
@@ -202,11 +203,12 @@ def _split(rng: random.Random, total: int, parts: int) -> list[int]:
 
 async def run_scenario(root: Path, scenario: PreemptionScenario) -> RunRecorder:
     """`scenario` on a fresh cluster (etcd, an apiserver, a scheduler with the scenario's
-    seed, one hollow kubelet for the nodes and, for claims, a controller-manager with the
-    PersistentVolume controller and the simulated CSI provisioner), every process started
-    while the clock holds; the victims created one by one with the cluster settled after
-    each (`advance_clock(0)`), the preemptors (each after its claim) at that same instant
-    (as `preemptor_writes` says), then the clock at rate max for `run_for` virtual seconds."""
+    seed, `kubelets` hollow kubelets for the nodes and, for claims, a controller-manager with
+    the PersistentVolume controller and the simulated CSI provisioner), every process
+    started while the clock holds; the victims created one by one with the cluster settled
+    after each (`advance_clock(0)`), then the preemptors' claims, then the preemptors at
+    that same instant (as `preemptor_writes` says), then the clock at rate max for `run_for`
+    virtual seconds."""
     with Cluster(root, clock=ClockMode.VIRTUAL) as c:
         c.start_etcd()
         c.start_apiserver(extra_args=["--clock-start", CLOCK_START])

@@ -7,7 +7,9 @@ Three shapes: preemption and the autoscaler together (below); issue #58's, ten p
 one priority created back to back at one instant against four full nodes whose victims
 terminate over seconds; and random preemption scenarios drawn from a seed
 (kemu.testing.determinism; replay a failure with the KEMU_TEST_SEED it prints): two in
-make test, eight in make test-long.
+make test, eight in make test-long. And one test per order rule at one instant
+(docs/virtual-time.md): a binding cycle's PreBind look, a driver's held burst, and (long) the
+autoscaler's loop, each a step of the cluster.
 
 The scenario is preemption and the autoscaler together: a cloud group of 2-cpu nodes (one
 from the start, three at most) under the autoscaler at upstream's default timers, three
