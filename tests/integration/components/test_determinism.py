@@ -378,3 +378,46 @@ async def test_an_autoscaler_loop_at_the_instant_a_pod_ends_sees_it_gone(tmp_pat
             "pool-a-0",
             ["pool-a-0"],
         ), f"run {i}"
+
+
+# Drawn by the long suite's generator (KEMU_TEST_SEED=101, its first scenario; written here
+# settled): on main before issue #58 item 6's second pass too, one run in three or four binds
+# preemptor-0 to node-1 at 350 ms (preemptor-2 then to node-2 at 1 s) instead of node-2 at
+# 2.5 s (preemptor-2 to node-1 at 350 ms). The scheduler logs part at the instant 0: after
+# the preemptions, preemptor-2 is popped again with preemptor-0 and -1 in one run, not in
+# the other. Not found yet; the suspect is the asynchronous preemption's hold
+# (scheduler/preemption_executor.py: PreEnqueue keeps a preemptor out until the informer
+# shows its last victim's deletion), which reads the order of a victim's watch event against
+# the task's own calls' answers: wall time.
+ASYNC_PREEMPTION_RACE = PreemptionScenario(
+    nodes=4,
+    node_milli_cpu=2000,
+    victims=(
+        Victim("victim-0", 2000, 5, "never", 2),
+        Victim("victim-1", 800, 2, "2500ms", 3),
+        Victim("victim-2", 200, 1, "2500ms", 3),
+        Victim("victim-3", 1000, 2, "350ms", 1),
+        Victim("victim-4", 1800, 2, "1s", 4),
+        Victim("victim-5", 200, 2, "1s", 4),
+        Victim("victim-6", 700, 4, "0s", 4),
+        Victim("victim-7", 1300, 2, "1s", 1),
+    ),
+    preemptors=tuple(
+        Preemptor(f"preemptor-{i}", cpu, priority)
+        for i, (cpu, priority) in enumerate(
+            [(2000, 102), (2000, 101), (1500, 101), (1000, 101)]
+            + [(1500, 100), (1000, 101), (2000, 100), (1000, 101)]
+        )
+    ),
+    seed=1483972120,
+    run_for=60.0,
+)
+
+
+@pytest.mark.long
+@pytest.mark.xfail(reason="issue #58 item 6: a divergence not yet found (above)", strict=False)
+async def test_preemptors_of_an_async_preemption_race_run_four_times_give_one_digest(
+    tmp_path: Path,
+) -> None:
+    runs = [await run_scenario(tmp_path / str(i), ASYNC_PREEMPTION_RACE) for i in range(4)]
+    assert all(run.summary() == runs[0].summary() for run in runs[1:])
