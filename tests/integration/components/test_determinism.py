@@ -383,12 +383,14 @@ async def test_an_autoscaler_loop_at_the_instant_a_pod_ends_sees_it_gone(tmp_pat
 # Drawn by the long suite's generator (KEMU_TEST_SEED=101, its first scenario; written here
 # settled): on main before issue #58 item 6's second pass too, one run in three or four binds
 # preemptor-0 to node-1 at 350 ms (preemptor-2 then to node-2 at 1 s) instead of node-2 at
-# 2.5 s (preemptor-2 to node-1 at 350 ms). The scheduler logs part at the instant 0: after
-# the preemptions, preemptor-2 is popped again with preemptor-0 and -1 in one run, not in
-# the other. Not found yet; the suspect is the asynchronous preemption's hold
-# (scheduler/preemption_executor.py: PreEnqueue keeps a preemptor out until the informer
-# shows its last victim's deletion), which reads the order of a victim's watch event against
-# the task's own calls' answers: wall time.
+# 2.5 s (preemptor-2 to node-1 at 350 ms). Found with the scheduler at --v 5 (not fixed
+# yet): at the instant 0 preemptor-2's asynchronous preemption deletes victim-6, then
+# victim-3, its last; when victim-6's watch event reaches the queue while the task still
+# waits for victim-3's calls, DefaultPreemption's PreEnqueue gates preemptor-2 ("waiting for
+# the preemption for this pod to be finished", scheduler/preemption_executor.py
+# is_pod_running_preemption) and it waits for a later event; when the event comes after the
+# task's answers, it is moved to backoffQ and tried again at 0 (with activeQ empty). Which
+# comes first, the watch event or the answer to the task's own call, is wall time.
 ASYNC_PREEMPTION_RACE = PreemptionScenario(
     nodes=4,
     node_milli_cpu=2000,
@@ -415,7 +417,7 @@ ASYNC_PREEMPTION_RACE = PreemptionScenario(
 
 
 @pytest.mark.long
-@pytest.mark.xfail(reason="issue #58 item 6: a divergence not yet found (above)", strict=False)
+@pytest.mark.xfail(reason="issue #58 item 6: a divergence not fixed yet (above)", strict=False)
 async def test_preemptors_of_an_async_preemption_race_run_four_times_give_one_digest(
     tmp_path: Path,
 ) -> None:
