@@ -28,9 +28,14 @@ class StepOrder(enum.IntEnum):
     """A binding cycle's look at the others' work (PreBind's polls): what is due at the
     instant, a binding cycle's included, goes before the next scheduling cycle, as a
     binding cycle's own work woken at the instant does (the cycle waits for quiescence)."""
-    SCHEDULING_CYCLE = 1
+    ASYNC_PREEMPTION = 1
+    """An asynchronous preemption's last victim (scheduler/preemption_executor.py): its
+    calls wait until the reactions to the other victims' are in, so that DefaultPreemption's
+    PreEnqueue reads those victims' events while the preemption is under way, whichever
+    came first in wall time (the watch events or the answers to its calls)."""
+    SCHEDULING_CYCLE = 2
     """The scheduling queue's pop."""
-    LOOP = 2
+    LOOP = 3
     """A component's periodic pass over what it reads of the cluster (the cluster
     autoscaler's RunOnce): at the instant of a loop, a pod ending or a node registering is
     seen whichever timer ran first."""

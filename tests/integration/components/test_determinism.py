@@ -9,7 +9,7 @@ terminate over seconds; and random preemption scenarios drawn from a seed
 (kemu.testing.determinism; replay a failure with the KEMU_TEST_SEED it prints): two in
 make test, eight in make test-long. And one test per order rule at one instant
 (docs/virtual-time.md): a binding cycle's PreBind look, a driver's held burst, and (long) the
-autoscaler's loop, each a step of the cluster.
+autoscaler's loop and an asynchronous preemption's last victim, each a step of the cluster.
 
 The scenario is preemption and the autoscaler together: a cloud group of 2-cpu nodes (one
 from the start, three at most) under the autoscaler at upstream's default timers, three
@@ -381,16 +381,15 @@ async def test_an_autoscaler_loop_at_the_instant_a_pod_ends_sees_it_gone(tmp_pat
 
 
 # Drawn by the long suite's generator (KEMU_TEST_SEED=101, its first scenario; written here
-# settled): on main before issue #58 item 6's second pass too, one run in three or four binds
-# preemptor-0 to node-1 at 350 ms (preemptor-2 then to node-2 at 1 s) instead of node-2 at
-# 2.5 s (preemptor-2 to node-1 at 350 ms). Found with the scheduler at --v 5 (not fixed
-# yet): at the instant 0 preemptor-2's asynchronous preemption deletes victim-6, then
-# victim-3, its last; when victim-6's watch event reaches the queue while the task still
-# waits for victim-3's calls, DefaultPreemption's PreEnqueue gates preemptor-2 ("waiting for
-# the preemption for this pod to be finished", scheduler/preemption_executor.py
-# is_pod_running_preemption) and it waits for a later event; when the event comes after the
-# task's answers, it is moved to backoffQ and tried again at 0 (with activeQ empty). Which
-# comes first, the watch event or the answer to the task's own call, is wall time.
+# settled): one run in three or four bound preemptor-0 to node-1 at 350 ms (preemptor-2 then
+# to node-2 at 1 s) instead of node-2 at 2.5 s (preemptor-2 to node-1 at 350 ms), on main
+# before issue #58 item 6's second pass too. Found with the scheduler at --v 5: at the
+# instant 0 preemptor-2's asynchronous preemption deleted victim-6, then victim-3, its last;
+# when victim-6's watch event reached the queue while the task still waited for victim-3's
+# calls, DefaultPreemption's PreEnqueue gated preemptor-2 ("waiting for the preemption for
+# this pod to be finished") and it waited for a later event; when the event came after the
+# task's answers, it went to backoffQ and was tried again at 0. The last victim's calls are
+# now a step of the cluster (StepOrder.ASYNC_PREEMPTION): the others' events come first.
 ASYNC_PREEMPTION_RACE = PreemptionScenario(
     nodes=4,
     node_milli_cpu=2000,
@@ -416,10 +415,18 @@ ASYNC_PREEMPTION_RACE = PreemptionScenario(
 )
 
 
-@pytest.mark.long
-@pytest.mark.xfail(reason="issue #58 item 6: a divergence not fixed yet (above)", strict=False)
-async def test_preemptors_of_an_async_preemption_race_run_four_times_give_one_digest(
+@pytest.mark.long  # four runs: about 40 s
+async def test_an_async_preemptions_last_victim_after_the_others_reactions_run_four_times(
     tmp_path: Path,
 ) -> None:
     runs = [await run_scenario(tmp_path / str(i), ASYNC_PREEMPTION_RACE) for i in range(4)]
     assert all(run.summary() == runs[0].summary() for run in runs[1:])
+    pods = runs[0].summary()
+    assert (pods["default/preemptor-0"]["node"], pods["default/preemptor-0"]["bound_at_ms"]) == (
+        "node-2",
+        2500,
+    )
+    assert (pods["default/preemptor-2"]["node"], pods["default/preemptor-2"]["bound_at_ms"]) == (
+        "node-1",
+        350,
+    )
