@@ -46,6 +46,8 @@ from autoscaler.templates import TemplateNodeInfo, template_name, template_node_
 from kemu.api.v1 import types_pb2
 from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock
+from kemu.component.clock_steps import StepOrder
+from kemu.component.virtual_clock import take_step
 from kemu.machinery.errors import ApiError
 from kemu.machinery.keys import object_key
 from kemu.machinery.node_conditions import is_node_ready
@@ -172,6 +174,9 @@ class StaticAutoscaler:
                 self.scale_down.actuator.spawn = spawn
             while True:
                 start = self._clock.monotonic()
+                # (a loop is a step of the cluster: it reads what every process did at the
+                # instant, whichever timer ran first; kemu.component.clock_steps)
+                await take_step(self._clock, StepOrder.LOOP)
                 try:
                     await self.run_once()
                 except ApiError as e:

@@ -25,13 +25,13 @@ from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
 from kemu.client.client import sibling_of
-from kemu.client.clock import ClockSteps
 from kemu.client.comparer import CacheComparer, informer_sources, serve_informers
 from kemu.client.controlplane import Elected, component_client, run_elected
 from kemu.client.events import EventApi, EventRecorder
 from kemu.client.informer import Informer, InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock
+from kemu.component.clock_steps import StepOrder
 from kemu.component.featuregate import (
     DRA_DEVICE_TAINT_RULES,
     DYNAMIC_RESOURCE_ALLOCATION,
@@ -51,6 +51,7 @@ from kemu.component.runner import (
 )
 from kemu.component.version import Version
 from kemu.component.version_rules import VersionRules
+from kemu.component.virtual_clock import take_step
 from kemu.scheduling.composite_pod_groups import WorkloadForest, composite_pod_groups_enabled
 from kemu.scheduling.config import (
     KubeSchedulerConfiguration,
@@ -300,7 +301,7 @@ def new_queue(
     every profile's plugins; the profiles' nominator and activator. `pod_groups`: 1.37's
     pod-group entities (scheduler.queue.pod_group_entity); `settle`: what a pop waits for
     first (a scheduling cycle is a step of the cluster at one virtual instant:
-    kemu.client.clock.ClockSteps)."""
+    kemu.component.clock_steps)."""
     first = next(iter(frameworks.values()))
     queue = PriorityQueue(
         clock=clock,
@@ -375,7 +376,6 @@ async def serve(client: ApiClient, settings: SchedulerSettings, ctx: ComponentCo
         decisions = DecisionLog()
         observer = DecisionRecorder(decisions, ctx.clock)
         ctx.add_debug_handler(DECISIONS_DEBUG_HANDLER, decisions.report)
-    steps = ClockSteps()  # (taken at once unless in a clock session)
     queue = new_queue(
         settings.config,
         frameworks,
@@ -385,7 +385,8 @@ async def serve(client: ApiClient, settings: SchedulerSettings, ctx: ComponentCo
         ctx.clock,
         observer,
         pod_group_queueing(pod_groups, ctx.gates.version),
-        steps.take,
+        # (taken at once unless in a clock session)
+        functools.partial(take_step, ctx.clock, StepOrder.SCHEDULING_CYCLE),
     )
     handlers = EventHandlers(
         cache=cache,
@@ -455,7 +456,6 @@ async def serve(client: ApiClient, settings: SchedulerSettings, ctx: ComponentCo
             elected=Elected(),
             # (a standby's informers run too, once its watches carry its clock identity)
             on_clock=functools.partial(informers.factory.start, tg),
-            steps=steps,
         )
         tg.cancel_scope.cancel()
 

@@ -56,8 +56,10 @@ import anyio
 from kemu.api.v1 import types_pb2
 from kemu.client.interface import ApiClient
 from kemu.client.pod_status import condition_change, patch_pod_status
+from kemu.component.clock_steps import StepOrder
 from kemu.component.featuregate import POD_OBSERVED_GENERATION_TRACKING
 from kemu.component.version_rules import VersionRules
+from kemu.component.virtual_clock import take_step
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.eviction import DISRUPTION_TARGET
 from kemu.machinery.keys import object_key
@@ -223,6 +225,11 @@ class Executor(PreemptionExecutor):
                     )
                     result = "error"
                 else:
+                    if len(victims) > 1:
+                        # (in virtual time a step: the reactions to the others' deletions,
+                        # their watch events in this queue included, come first;
+                        # kemu.component.clock_steps)
+                        await take_step(self.handle.clock, StepOrder.ASYNC_PREEMPTION)
                     last = victims[-1]
                     key = (last.metadata.namespace, last.metadata.name, last.metadata.uid)
                     self._last_victim[uid] = key

@@ -101,6 +101,7 @@ _EOF: Final[object] = grpc.aio.EOF  # type: ignore[attr-defined]
 _RETRY_INITIAL: Final = 0.05
 _RETRY_MAX: Final = 2.0
 _ADVANCE_TIMEOUT: Final = 24 * 3600.0  # wall seconds an AdvanceClock may take at most
+_BURST_TTL: Final = 60.0  # wall seconds a driver's burst holds the cluster's steps at most
 
 Req = TypeVar("Req", bound=Message)
 Resp = TypeVar("Resp", bound=Message)
@@ -707,6 +708,34 @@ class Client:
             clock_pb2.ClockStatus,
             timeout,
         )
+
+    async def expect_clock_session(self, token: str, ttl: float) -> clock_pb2.ClockStatus:
+        """Clock.ExpectClockSession: work no clock session shows (a component being started
+        that will report `token`, or a driver's burst) holds the event-driven clock and the
+        cluster's steps until a session reporting `token` answers idle or `ttl` wall
+        seconds pass; `ttl` 0 withdraws it."""
+        return await self._call(
+            _CLOCK_SERVICE + "ExpectClockSession",
+            clock_pb2.ExpectClockSessionRequest(boot_token=token, ttl_seconds=ttl),
+            clock_pb2.ClockStatus,
+        )
+
+    @asynccontextmanager
+    async def clock_burst(self, ttl: float = _BURST_TTL) -> AsyncIterator[None]:
+        """A driver's writes at one held virtual instant as one burst (docs/virtual-time.md,
+        the order rule): until the block ends (or `ttl` wall seconds pass) the cluster takes
+        no step (a scheduling cycle, a binding cycle's look) and the clock does not jump, so
+        the reactions to every write of the block are in before the next scheduling cycle
+        and the queue takes the pods in its order (priority, then the order written),
+        however long the driver takes between its writes. Held as an announced boot no
+        session will report, withdrawn at the end."""
+        token = f"burst-{random.getrandbits(64):016x}"
+        await self.expect_clock_session(token, ttl)
+        try:
+            yield
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self.expect_clock_session(token, 0)
 
     async def clock_session(
         self, reports: AsyncIterator[clock_pb2.ClockReport]

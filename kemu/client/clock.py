@@ -5,7 +5,6 @@ pending timers to it (`kemuctl clock` shows their count)."""
 from __future__ import annotations
 
 import contextlib
-import itertools
 import logging
 import os
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -75,60 +74,6 @@ class PeerCalls:
             self.served_calls.add(caller, number)
 
 
-class ClockSteps:
-    """A process's steps at one virtual instant (docs/virtual-time.md, the order rule): work
-    that starts only once the whole cluster is quiescent, one step of the cluster at a time,
-    as the event-driven clock's driver releases them (a scheduling cycle: which pods are
-    queued, and what the cycle finds of the others' work, then does not depend on how fast
-    that work ran in wall time). Only while the cluster clock holds (rate 0, and rate max
-    between its jumps) and the process is in session: at a scaled rate, or before its
-    session, a step is taken at once."""
-
-    def __init__(self) -> None:
-        self.waiting = 0
-        """The step waited for (0: none), reported in the session."""
-        self._numbers = itertools.count(1)
-        self._released = anyio.Event()
-        self._holding: Callable[[], bool] = lambda: False
-        self._changed: Callable[[], None] = lambda: None
-
-    def attach(self, holding: Callable[[], bool], changed: Callable[[], None]) -> None:
-        """In session: `holding()` says whether the cluster clock holds; `changed()` sends a
-        report."""
-        self._holding = holding
-        self._changed = changed
-
-    def detach(self) -> None:
-        """Out of session (the apiserver away): the step waited for is taken."""
-        self._holding = lambda: False
-        self._changed = lambda: None
-        self._release_all()
-
-    def rate_changed(self) -> None:
-        if not self._holding():
-            self._release_all()
-
-    async def take(self) -> None:
-        """Returns once this process may take its next step."""
-        if not self._holding():
-            return
-        self.waiting = next(self._numbers)
-        self._released = released = anyio.Event()
-        self._changed()
-        try:
-            await released.wait()
-        finally:
-            self.waiting = 0
-
-    def release(self, step: int) -> None:
-        if step and step == self.waiting:
-            self._release_all()
-
-    def _release_all(self) -> None:
-        self.waiting = 0
-        self._released.set()
-
-
 class ClockModeMismatch(Exception):
     """This component runs in virtual time and the apiserver in real time."""
 
@@ -142,7 +87,6 @@ async def follow_cluster_clock(
     busy: Callable[[], bool] = lambda: False,
     ready: Callable[[], bool] = lambda: True,
     peers: PeerCalls | None = None,
-    steps: ClockSteps | None = None,
     task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Keeps `clock` on the cluster clock until cancelled; started once it follows it. While
@@ -155,8 +99,10 @@ async def follow_cluster_clock(
     blocked and `busy()` False: work the clock cannot see, such as the cloud's kubelets
     booting), or busy after PROBE_PATIENCE, with the calls made, those in flight and watch
     events received so far, the calls to and from other components (`peers`) and
-    the pending timers."""
+    the pending timers; the process's steps at one instant (`clock.steps`) are released
+    through it."""
     started = False
+    steps = clock.steps
     backoff = Backoff(0.05, 2.0, jitter=0.5)
     client.clock_identity = identity
     if peers is not None:
@@ -199,7 +145,7 @@ async def follow_cluster_clock(
             peer_calls_received=peers.served_calls.count if peers is not None else {},
             peer_calls_last=peers.served_calls.last if peers is not None else {},
             peer_calls_first=peers.served_calls.first if peers is not None else {},
-            step=steps.waiting if steps is not None else 0,
+            step=steps.waiting,
         )
 
     async def reports() -> AsyncIterator[clock_pb2.ClockReport]:
@@ -264,15 +210,13 @@ async def follow_cluster_clock(
                         tg.start_soon(answer, update.probe)
                         continue
                     if update.release:
-                        if steps is not None:
-                            steps.release(update.release)
+                        steps.release(update.release)
                         continue
                     segment = update.segment
                     taken = clock.set_segment(from_proto(segment))
-                    if steps is not None:
-                        steps.attach(holding, step_changed)
-                        if taken:
-                            steps.rate_changed()
+                    steps.attach(holding, step_changed)
+                    if taken:
+                        steps.rate_changed()
                     if taken and not started:
                         logger.info(
                             "following the cluster clock (rate %s)",
@@ -286,6 +230,5 @@ async def follow_cluster_clock(
                 raise ClockModeMismatch(f"--clock virtual: {e.message}") from None
             except ApiError as e:
                 logger.warning("the clock session ended (%s); opening it again", e)
-            if steps is not None:
-                steps.detach()
+            steps.detach()
             await anyio.sleep(backoff.next())

@@ -28,7 +28,7 @@ import anyio
 from prometheus_client import Gauge
 
 from kemu.client.client import Client, sibling_of
-from kemu.client.clock import ClockSteps, PeerCalls, follow_cluster_clock
+from kemu.client.clock import PeerCalls, follow_cluster_clock
 from kemu.client.flowcontrol import ClientLimits
 from kemu.client.identity import run_identity_heartbeat
 from kemu.client.interface import ApiClient
@@ -93,7 +93,6 @@ async def run_elected(
     busy: Callable[[], bool] = lambda: False,
     peers: PeerCalls | None = None,
     on_clock: Callable[[], None] = lambda: None,
-    steps: ClockSteps | None = None,
 ) -> None:
     """Waits for the apiserver, keeps the identity lease, and runs `work` (only while leading
     when `election` is given) until SIGTERM; raises LeadershipLost when the lease is lost.
@@ -101,8 +100,7 @@ async def run_elected(
     components other than the apiserver (kemu.client.clock). `on_clock`: what the process
     does leading or not (a scheduler's informers), started once its calls and watches carry
     its clock identity (in virtual time: a watch opened before would never be counted, and
-    the event-driven clock could jump while one of its events is on the way). `steps`: the
-    process's steps at one virtual instant (kemu.client.clock.ClockSteps)."""
+    the event-driven clock could jump while one of its events is on the way)."""
     identity = identity or (election.identity if election is not None else new_identity())
     lost: LeadershipLost | None = None
     async with anyio.create_task_group() as tg:
@@ -131,7 +129,6 @@ async def run_elected(
                         busy=busy,
                         ready=ctx.checks.is_ready,
                         peers=peers,
-                        steps=steps,
                     ),
                     name="clock session",
                 )

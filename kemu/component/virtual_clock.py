@@ -31,6 +31,7 @@ import anyio.abc
 import anyio.lowlevel
 
 from kemu.component.clock import Clock, RealClock, WallClockSkew, process_skew
+from kemu.component.clock_steps import ClockSteps, StepOrder
 from kemu.machinery.virtual_time import ClockSegment
 
 logger = logging.getLogger(__name__)
@@ -71,6 +72,9 @@ class VirtualClock:
         self._alarm: asyncio.TimerHandle | None = None
         self.timers_changed = anyio.Event()
         """Set when the pending sleeps change (replaced by a fresh one on `take_timers`)."""
+        self.steps = ClockSteps()
+        """The process's steps at one virtual instant (kemu.component.clock_steps), released
+        through its clock session."""
 
     # ------------------------------------------------------------ the segment
 
@@ -216,6 +220,14 @@ async def sleep_jittered(
         return
     draw = (rng or random).random()
     await clock.sleep(seconds * (1 + max_factor * draw))
+
+
+async def take_step(clock: Clock, order: StepOrder) -> None:
+    """Returns once the process may take a step of `order` (kemu.component.clock_steps): on
+    a VirtualClock in session while the cluster clock holds, once the event-driven clock's
+    driver releases it; on any other clock at once."""
+    if isinstance(clock, VirtualClock):
+        await clock.steps.take(order)
 
 
 class move_on_after:

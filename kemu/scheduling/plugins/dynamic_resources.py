@@ -64,6 +64,7 @@ import numpy as np
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from kemu.api.v1 import types_pb2
+from kemu.component.clock_steps import StepOrder
 from kemu.component.featuregate import (
     DRA_DEVICE_BINDING_CONDITIONS,
     DRA_EXTENDED_RESOURCE,
@@ -74,6 +75,7 @@ from kemu.component.featuregate import (
 )
 from kemu.component.pod_resources import pod_resources_options
 from kemu.component.version import Version
+from kemu.component.virtual_clock import take_step
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.keys import object_key
 from kemu.machinery.resourceclaim import (
@@ -1223,6 +1225,9 @@ class DynamicResources(
             if remaining <= 0:
                 return as_error("device binding timeout")
             await clock.sleep(min(BINDING_POLL_INTERVAL, remaining))
+            # (the look is a step: what else is due at the instant, the claim's provisioning
+            # or allocation included, is done first; kemu.component.clock_steps)
+            await take_step(clock, StepOrder.BINDING_CYCLE)
 
     # ------------------------------------------------------------ events
 

@@ -40,7 +40,9 @@ import logging
 from typing import Final
 
 from kemu.api.v1 import types_pb2
+from kemu.component.clock_steps import StepOrder
 from kemu.component.version_rules import VersionRules
+from kemu.component.virtual_clock import take_step
 from kemu.machinery.errors import ApiError
 from kemu.machinery.keys import object_key
 from kemu.machinery.resources import is_pod_resize_deferred
@@ -245,6 +247,9 @@ class VolumeBinding(
             if remaining <= 0:
                 raise BindingFailed("context deadline exceeded")
             await clock.sleep(min(POLL_INTERVAL, remaining))
+            # (the look is a step: what else is due at the instant, the claim's provisioning
+            # or allocation included, is done first; kemu.component.clock_steps)
+            await take_step(clock, StepOrder.BINDING_CYCLE)
 
     def _pod_lister(self) -> ObjectLister[types_pb2.Pod] | None:
         """The scheduler's pod informer (None without informers). Asked for in PreBind only,
