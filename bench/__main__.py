@@ -77,6 +77,11 @@ BENCHMARKS: Final[dict[str, tuple[str, str]]] = {
         "SchedulerAsyncAPICalls on against off (kubernetes#135900): binds delayed by the "
         "status patches of failing pods at the scheduler's client limits 50/100",
     ),
+    "streams": (
+        "bench.streams",
+        "the Api's unary calls one gRPC call each against frames on one Calls stream "
+        "(issue #59): apiserver and client CPU per create and get, calls/s, alternated",
+    ),
     "dra_allocator": (
         "bench.dra_allocator",
         "the DRA structured allocator in-process: allocate calls/s and CPU per pod over "

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from typing import TypeAlias, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 import grpc
 from google.protobuf.message import Message
@@ -21,6 +21,7 @@ from google.protobuf.message import Message
 from apiserver.clock.activity import Activity
 from apiserver.endpoints.inflight import Limiter, limit_unary
 from apiserver.endpoints.metrics import Metrics
+from apiserver.endpoints.stream_calls import Method
 from apiserver.registry import fencing, field_managers
 from kemu import wire
 from kemu.machinery.errors import ApiError, InternalError
@@ -114,6 +115,22 @@ class Calls:
         ever.)"""
         self.activity.refused(*clock_caller(context.invocation_metadata() or ()))
 
+    def method(
+        self,
+        name: str,
+        behaviour: Callable[[_Req, Context[_R]], Awaitable[_R]],
+        request_type: type[_Req],
+        serialize: Callable[[_R], bytes],
+        limiter: Limiter | None,
+    ) -> Method:
+        """The unary method `name` over its request's bytes: decoded, behind `limiter` (the
+        in-flight limit, which reads the decoded request: a Lease write is exempt); what both
+        its gRPC handler and the Calls stream (stream_calls.py) serve."""
+        fn = behaviour
+        if limiter is not None:
+            fn = limit_unary(name, behaviour, limiter, refused=self.refused)
+        return Method(wire.unary(fn, request_type), serialize)
+
     def unary(
         self,
         name: str,
@@ -122,14 +139,14 @@ class Calls:
         serialize: Callable[[_R], bytes],
         limiter: Limiter | None,
     ) -> grpc.RpcMethodHandler[bytes, _R]:
-        """The handler of the unary method `name`: its request decoded, behind `limiter` (the
-        in-flight limit, which reads the decoded request: a Lease write is exempt)."""
-        fn = behaviour
-        if limiter is not None:
-            fn = limit_unary(name, behaviour, limiter, refused=self.refused)
-        return grpc.unary_unary_rpc_method_handler(
-            wire.unary(fn, request_type), response_serializer=serialize
-        )
+        """The gRPC handler of the unary method `name` (see `method`)."""
+        return handler_of(self.method(name, behaviour, request_type, serialize, limiter))
+
+
+def handler_of(method: Method) -> grpc.RpcMethodHandler[bytes, Any]:
+    return grpc.unary_unary_rpc_method_handler(
+        method.behaviour, response_serializer=method.serialize
+    )
 
 
 def serialize(msg: Message) -> bytes:

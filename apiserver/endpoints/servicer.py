@@ -14,15 +14,16 @@ import functools
 import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from typing import Final
+from typing import Any, Final
 
 import grpc
 from google.protobuf.message import Message
 
 from apiserver.clock.activity import Activity
-from apiserver.endpoints.calls import Calls, Context, as_is, serialize
+from apiserver.endpoints.calls import Calls, Context, as_is, handler_of, serialize
 from apiserver.endpoints.inflight import Limiter, limit_stream
 from apiserver.endpoints.lists import Lister
+from apiserver.endpoints.stream_calls import CallStreams
 from apiserver.endpoints.watches import Watches
 from apiserver.registry.registry import Registry
 from apiserver.storage import encoding
@@ -208,32 +209,36 @@ class ApiService:
     def handler(self, limiter: Limiter | None = None) -> grpc.GenericRpcHandler[bytes, object]:
         """The Api service's handlers; every unary method behind `limiter` (the in-flight
         limit, which reads the decoded request: a Lease write is exempt)."""
-        unary = self._calls.unary
-        return grpc.method_handlers_generic_handler(
-            SERVICE,
-            {
-                "Create": unary("Create", self.create, api_pb2.CreateRequest, as_is, limiter),
-                "Get": unary("Get", self.get, api_pb2.GetRequest, as_is, limiter),
-                "List": unary("List", self.list, api_pb2.ListRequest, as_is, limiter),
-                "Update": unary("Update", self.update, api_pb2.UpdateRequest, as_is, limiter),
-                "UpdateStatus": unary(
-                    "UpdateStatus", self.update_status, api_pb2.UpdateRequest, as_is, limiter
-                ),
-                "Patch": unary("Patch", self.patch, api_pb2.PatchRequest, as_is, limiter),
-                "Delete": unary("Delete", self.delete, api_pb2.DeleteRequest, as_is, limiter),
-                "Bind": unary("Bind", self.bind, api_pb2.Binding, serialize, limiter),
-                "Resize": unary("Resize", self.resize, api_pb2.UpdateRequest, as_is, limiter),
-                "Evict": unary("Evict", self.evict, api_pb2.Eviction, serialize, limiter),
-                "Version": unary(
-                    "Version", self.version, api_pb2.VersionRequest, serialize, limiter
-                ),
-                # A watch is long-running: the max-in-flight filter does not count it;
-                # priority and fairness holds its seats until its initial events are sent.
-                "Watch": grpc.unary_stream_rpc_method_handler(
-                    self._watch_handler(limiter), response_serializer=as_is
-                ),
-            },
+        unary = self._calls.method
+        methods = {
+            "Create": unary("Create", self.create, api_pb2.CreateRequest, as_is, limiter),
+            "Get": unary("Get", self.get, api_pb2.GetRequest, as_is, limiter),
+            "List": unary("List", self.list, api_pb2.ListRequest, as_is, limiter),
+            "Update": unary("Update", self.update, api_pb2.UpdateRequest, as_is, limiter),
+            "UpdateStatus": unary(
+                "UpdateStatus", self.update_status, api_pb2.UpdateRequest, as_is, limiter
+            ),
+            "Patch": unary("Patch", self.patch, api_pb2.PatchRequest, as_is, limiter),
+            "Delete": unary("Delete", self.delete, api_pb2.DeleteRequest, as_is, limiter),
+            "Bind": unary("Bind", self.bind, api_pb2.Binding, serialize, limiter),
+            "Resize": unary("Resize", self.resize, api_pb2.UpdateRequest, as_is, limiter),
+            "Evict": unary("Evict", self.evict, api_pb2.Eviction, serialize, limiter),
+            "Version": unary("Version", self.version, api_pb2.VersionRequest, serialize, limiter),
+        }
+        handlers: dict[str, grpc.RpcMethodHandler[bytes, Any]] = {
+            name: handler_of(method) for name, method in methods.items()
+        }
+        # A watch is long-running: the max-in-flight limit does not count it; priority and
+        # fairness holds its seats until its initial events are sent.
+        handlers["Watch"] = grpc.unary_stream_rpc_method_handler(
+            self._watch_handler(limiter), response_serializer=as_is
         )
+        # The unary methods multiplexed on one stream (stream_calls.py): each call counted
+        # and limited as its unary method, the stream itself by nothing (long-running).
+        handlers["Calls"] = grpc.stream_stream_rpc_method_handler(
+            CallStreams(methods).serve, response_serializer=as_is
+        )
+        return grpc.method_handlers_generic_handler(SERVICE, handlers)
 
 
 def _decode_watch(data: bytes) -> Message:

@@ -36,6 +36,7 @@ from kemu import wire
 from kemu.api.v1 import api_pb2, clock_pb2, types_pb2
 from kemu.client import fencing
 from kemu.client.backoff import Backoff
+from kemu.client.call_stream import CallStream, Transport
 from kemu.client.endpoints import LB_POLICY, SEPARATOR, channel_target, parse_servers
 from kemu.client.flowcontrol import ClientLimits, Throttle
 from kemu.client.interface import (
@@ -59,7 +60,7 @@ from kemu.machinery.errors import ApiError, Fenced, Timeout, TooManyRequests, Un
 from kemu.machinery.user import UserInfo
 from kemu.machinery.virtual_time import APISERVER_KEY, CLOCK_CALL_KEY, CLOCK_IDENTITY_KEY
 
-__all__ = ["Client", "ListResult", "M", "WatchEvent"]
+__all__ = ["Client", "ListResult", "M", "Transport", "WatchEvent"]
 
 logger = logging.getLogger(__name__)
 
@@ -250,6 +251,7 @@ class Client:
         limits: ClientLimits | None = None,
         latency: CallDelay | None = None,
         user: UserInfo | None = None,
+        transport: Transport = Transport.UNARY,
     ) -> None:
         """`wait_for_server=False` makes calls fail at once with Unavailable when nothing
         answers at `server` (for a user at a terminal) instead of waiting and retrying (for
@@ -261,8 +263,12 @@ class Client:
         is sent, after its token (kemu.component.latency; None: nothing). A malformed list of
         several addresses raises ServerAddressError (a ValueError) naming --server. `user`: the
         user every call and watch claims (kemu.machinery.user: a kubelet's node; None: the
-        apiserver names the user from `user_agent`)."""
+        apiserver names the user from `user_agent`). `transport`: how the Api's unary calls
+        travel (kemu.client.call_stream: one gRPC call each, or frames on one stream; the
+        clock's calls, the watches and a `one_attempt` view's calls are unary either way)."""
         self.server = server
+        self.transport = transport
+        self._call_stream: CallStream | None = None
         self._latency = latency
         self.servers = parse_servers(server) if SEPARATOR in server else (server,)
         self.timeout = timeout
@@ -400,9 +406,17 @@ class Client:
             self._methods[name] = method
         return cast(grpc.aio.UnaryUnaryMultiCallable[Message, Resp], method)
 
+    def _ensure_call_stream(self) -> CallStream:
+        if self._call_stream is None:
+            self._call_stream = CallStream(self._ensure_channel())
+        return self._call_stream
+
     async def close(self) -> None:
         if self._base is not None:
             return  # a view: the channel is its base's
+        if self._call_stream is not None:
+            stream, self._call_stream = self._call_stream, None
+            await stream.close()
         if self._channel is not None:
             channel, self._channel = self._channel, None
             self._methods.clear()
@@ -442,6 +456,19 @@ class Client:
                 (CLOCK_IDENTITY_KEY, root.clock_identity),
                 (CLOCK_CALL_KEY, str(root.requests_sent)),
             )
+        if root.transport is Transport.STREAM and self.wait_for_server and name[0] != "/":
+            try:
+                data = await root._ensure_call_stream().call(
+                    name, request.SerializeToString(), metadata, seconds
+                )
+            except grpc.aio.AioRpcError as e:
+                raise self._failed(e, tagged, fence) from None
+            except asyncio.CancelledError:
+                if tagged:
+                    root.requests_abandoned += 1
+                await anyio.lowlevel.checkpoint()
+                raise
+            return response.FromString(data)
         call = self._unary(name, response)(
             request,
             timeout=seconds,
@@ -451,18 +478,26 @@ class Client:
         try:
             return await call
         except grpc.aio.AioRpcError as e:
-            if tagged and not wire.answered(_trailing(e)):
-                root.requests_abandoned += 1
-            err = _error(e)
-            if fence is not None and isinstance(err, Fenced):
-                fence.refused(err)
-            raise err from None
+            raise self._failed(e, tagged, fence) from None
         except asyncio.CancelledError:
             if tagged:
                 root.requests_abandoned += 1
             call.cancel()
             await anyio.lowlevel.checkpoint()
             raise
+
+    def _failed(
+        self, e: grpc.aio.AioRpcError, tagged: bool, fence: fencing.Fence | None
+    ) -> ApiError:
+        """The error of an attempt that failed with `e` (its fence told when it was refused);
+        counted abandoned when `tagged` and no server answered it."""
+        root = self._base or self
+        if tagged and not wire.answered(_trailing(e)):
+            root.requests_abandoned += 1
+        err = _error(e)
+        if fence is not None and isinstance(err, Fenced):
+            fence.refused(err)
+        return err
 
     async def _call(
         self,

@@ -269,6 +269,56 @@ class VersionRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
+class Metadatum(_message.Message):
+    __slots__ = ("key", "value")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    value: str
+    def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+
+class CallFrame(_message.Message):
+    __slots__ = ("id", "method", "payload", "metadata", "timeout_seconds", "cancel")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    METHOD_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    CANCEL_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    method: str
+    payload: bytes
+    metadata: _containers.RepeatedCompositeFieldContainer[Metadatum]
+    timeout_seconds: float
+    cancel: bool
+    def __init__(self, id: _Optional[int] = ..., method: _Optional[str] = ..., payload: _Optional[bytes] = ..., metadata: _Optional[_Iterable[_Union[Metadatum, _Mapping]]] = ..., timeout_seconds: _Optional[float] = ..., cancel: _Optional[bool] = ...) -> None: ...
+
+class CallFrames(_message.Message):
+    __slots__ = ("frames",)
+    FRAMES_FIELD_NUMBER: _ClassVar[int]
+    frames: _containers.RepeatedCompositeFieldContainer[CallFrame]
+    def __init__(self, frames: _Optional[_Iterable[_Union[CallFrame, _Mapping]]] = ...) -> None: ...
+
+class ReplyFrame(_message.Message):
+    __slots__ = ("id", "payload", "code", "details", "trailing")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    DETAILS_FIELD_NUMBER: _ClassVar[int]
+    TRAILING_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    payload: bytes
+    code: int
+    details: str
+    trailing: _containers.RepeatedCompositeFieldContainer[Metadatum]
+    def __init__(self, id: _Optional[int] = ..., payload: _Optional[bytes] = ..., code: _Optional[int] = ..., details: _Optional[str] = ..., trailing: _Optional[_Iterable[_Union[Metadatum, _Mapping]]] = ...) -> None: ...
+
+class ReplyFrames(_message.Message):
+    __slots__ = ("replies",)
+    REPLIES_FIELD_NUMBER: _ClassVar[int]
+    replies: _containers.RepeatedCompositeFieldContainer[ReplyFrame]
+    def __init__(self, replies: _Optional[_Iterable[_Union[ReplyFrame, _Mapping]]] = ...) -> None: ...
+
 class FeatureGateState(_message.Message):
     __slots__ = ("name", "enabled", "stage", "locked")
     NAME_FIELD_NUMBER: _ClassVar[int]

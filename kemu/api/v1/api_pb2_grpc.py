@@ -94,6 +94,11 @@ class ApiStub:
                 request_serializer=kemu_dot_api_dot_v1_dot_api__pb2.VersionRequest.SerializeToString,
                 response_deserializer=kemu_dot_api_dot_v1_dot_api__pb2.VersionInfo.FromString,
                 _registered_method=True)
+        self.Calls = channel.stream_stream(
+                '/kemu.api.v1.Api/Calls',
+                request_serializer=kemu_dot_api_dot_v1_dot_api__pb2.CallFrames.SerializeToString,
+                response_deserializer=kemu_dot_api_dot_v1_dot_api__pb2.ReplyFrames.FromString,
+                _registered_method=True)
 
 
 class ApiServicer:
@@ -174,6 +179,14 @@ class ApiServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Calls(self, request_iterator, context):
+        """The unary methods above (not Watch) multiplexed on one long-lived stream, each call a
+        frame with its id (docs/research/streams.md): kemu.client's transport STREAM.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ApiServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -236,6 +249,11 @@ def add_ApiServicer_to_server(servicer, server):
                     servicer.Version,
                     request_deserializer=kemu_dot_api_dot_v1_dot_api__pb2.VersionRequest.FromString,
                     response_serializer=kemu_dot_api_dot_v1_dot_api__pb2.VersionInfo.SerializeToString,
+            ),
+            'Calls': grpc.stream_stream_rpc_method_handler(
+                    servicer.Calls,
+                    request_deserializer=kemu_dot_api_dot_v1_dot_api__pb2.CallFrames.FromString,
+                    response_serializer=kemu_dot_api_dot_v1_dot_api__pb2.ReplyFrames.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -562,6 +580,33 @@ class Api:
             '/kemu.api.v1.Api/Version',
             kemu_dot_api_dot_v1_dot_api__pb2.VersionRequest.SerializeToString,
             kemu_dot_api_dot_v1_dot_api__pb2.VersionInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Calls(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/kemu.api.v1.Api/Calls',
+            kemu_dot_api_dot_v1_dot_api__pb2.CallFrames.SerializeToString,
+            kemu_dot_api_dot_v1_dot_api__pb2.ReplyFrames.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,255 @@
+"""The Api's unary methods on one long-lived stream (`Api/Calls`, issue #59 item 1; the design
+and its measurements: docs/research/streams.md).
+
+A client writes CallFrames (each call: an id, the method's short name, the request's bytes, the
+call's metadata, its timeout) and reads ReplyFrames (the id, the response's bytes or the gRPC
+status the unary call would have ended with). Each call is served by the very behaviour its
+unary method is (`Calls.unary`'s: decoded by kemu.wire, behind the in-flight limit, counted for
+the event-driven clock, fenced, measured by Calls.serve) with a `FrameContext` in place of
+gRPC's ServicerContext: what a behaviour reads of its context (the metadata, the deadline) and
+how it ends a call (abort) are the same, so both paths give the same answers and errors.
+
+Calls on one stream are served concurrently, as unary calls on one channel are; a call's
+deadline bounds its task; a cancel frame cancels it; the stream's end (the client's
+half-close) waits for the calls under way; its cancellation cancels them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, NoReturn
+
+import grpc
+from grpc.aio import ServicerContext
+
+from kemu.api.v1 import api_pb2
+
+logger = logging.getLogger(__name__)
+
+_EOF: Final[object] = grpc.aio.EOF  # type: ignore[attr-defined]
+
+Behaviour = Callable[[bytes, ServicerContext[bytes, Any]], Awaitable[Any]]
+"""A unary method's behaviour over its request's bytes (kemu.wire.unary's)."""
+
+
+@dataclass(frozen=True)
+class Method:
+    """A unary method as the stream serves it: its behaviour, and how its answer is encoded."""
+
+    behaviour: Behaviour
+    serialize: Callable[[Any], bytes]
+
+
+class FrameAbort(grpc.aio.AbortError):
+    """A call on the stream ended by its behaviour with a status (`FrameContext.abort`): an
+    AbortError, so that what lets gRPC's own abort through (Calls.serve) lets this through."""
+
+    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+        super().__init__(code, details)
+        self.code = code
+        self.details = details
+
+
+class FrameContext(ServicerContext[bytes, Any]):
+    """The context of one call on the stream: its metadata is the frame's after the stream's
+    own (the user agent gRPC sent when the stream was opened); `abort` raises FrameAbort, its
+    trailing metadata kept for the reply frame."""
+
+    def __init__(
+        self,
+        metadata: tuple[tuple[str, str], ...],
+        deadline: float | None,
+        peer: str,
+    ) -> None:
+        self._metadata = metadata
+        self._deadline = deadline
+        self._peer = peer
+        self.trailing: tuple[tuple[str, str], ...] = ()
+
+    def invocation_metadata(self) -> tuple[tuple[str, str], ...]:  # type: ignore[override]
+        return self._metadata
+
+    def set_trailing_metadata(self, trailing_metadata: Sequence[tuple[str, str]]) -> None:  # type: ignore[override]
+        self.trailing = tuple(trailing_metadata)
+
+    async def abort(
+        self,
+        code: grpc.StatusCode,
+        details: str = "",
+        trailing_metadata: Any = (),
+    ) -> NoReturn:
+        if trailing_metadata:
+            self.trailing = tuple((k, _text(v)) for k, v in trailing_metadata)
+        raise FrameAbort(code, details)
+
+    async def abort_with_status(self, status: Any) -> NoReturn:
+        raise NotImplementedError("a call on the stream ends by abort")
+
+    def time_remaining(self) -> float:
+        """As gRPC's: seconds to the call's deadline, infinite for none."""
+        if self._deadline is None:
+            return float("inf")
+        return max(self._deadline - time.monotonic(), 0.0)
+
+    def peer(self) -> str:
+        return self._peer
+
+    # What no Api behaviour uses: a unary call's context has no messages to read or write.
+    async def read(self) -> NoReturn:
+        raise NotImplementedError("a call on the stream is unary")
+
+    async def write(self, message: Any) -> NoReturn:
+        raise NotImplementedError("a call on the stream is unary")
+
+    async def send_initial_metadata(self, initial_metadata: Any) -> None:
+        return None
+
+    def trailing_metadata(self) -> tuple[tuple[str, str], ...]:  # type: ignore[override]
+        return self.trailing
+
+    def set_code(self, code: grpc.StatusCode) -> None:
+        raise NotImplementedError("a call on the stream ends by abort")
+
+    def set_details(self, details: str) -> None:
+        raise NotImplementedError("a call on the stream ends by abort")
+
+    def code(self) -> grpc.StatusCode:
+        raise NotImplementedError
+
+    def details(self) -> str:
+        raise NotImplementedError
+
+    def set_compression(self, compression: grpc.Compression) -> None:
+        return None
+
+    def disable_next_message_compression(self) -> None:
+        return None
+
+    def peer_identities(self) -> Iterable[bytes] | None:
+        return None
+
+    def peer_identity_key(self) -> str | None:
+        return None
+
+    def auth_context(self) -> dict[str, Iterable[bytes]]:
+        return {}
+
+    def add_done_callback(self, callback: Any) -> None:
+        raise NotImplementedError
+
+    def cancelled(self) -> bool:
+        return False
+
+    def done(self) -> bool:
+        return False
+
+
+class _Replies:
+    """The stream's answers, written in order of completion: those that complete while a write
+    is under way leave together in the next (a combining writer: no task of its own)."""
+
+    def __init__(self, context: ServicerContext[bytes, bytes]) -> None:
+        self._context = context
+        self._pending: list[api_pb2.ReplyFrame] = []
+        self._lock = asyncio.Lock()
+
+    async def send(self, reply: api_pb2.ReplyFrame) -> None:
+        self._pending.append(reply)
+        async with self._lock:
+            if not self._pending:
+                return  # (an earlier writer took it)
+            batch, self._pending = self._pending, []
+            await self._context.write(api_pb2.ReplyFrames(replies=batch).SerializeToString())
+
+
+def _text(value: str | bytes) -> str:
+    return value if isinstance(value, str) else value.decode(errors="replace")
+
+
+class CallStreams:
+    """Serves the Calls streams of the Api service's `methods` (its unary methods by name)."""
+
+    def __init__(self, methods: dict[str, Method]) -> None:
+        self._methods = methods
+
+    async def serve(self, _requests: object, context: ServicerContext[bytes, bytes]) -> None:
+        """One stream, until the client half-closes it and its calls are answered."""
+        # The stream's own metadata (its user agent), which every call's follows.
+        base = tuple(
+            (k, _text(v)) for k, v in (context.invocation_metadata() or ()) if k == "user-agent"
+        )
+        peer = context.peer()
+        replies = _Replies(context)
+        # Plain asyncio tasks, as gRPC serves each unary call in one (anyio's task groups and
+        # cancel scopes cost more per call than the rest of the stream's machinery together).
+        calls: dict[int, asyncio.Task[None]] = {}
+
+        async def one(frame: api_pb2.CallFrame) -> None:
+            try:
+                await replies.send(await self._answer(frame, base, peer))
+            finally:
+                calls.pop(frame.id, None)
+
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                data = await context.read()
+                if data is _EOF:
+                    break
+                assert isinstance(data, bytes)
+                for frame in api_pb2.CallFrames.FromString(data).frames:
+                    if frame.cancel:
+                        task = calls.get(frame.id)
+                        if task is not None:
+                            task.cancel()
+                        continue
+                    calls[frame.id] = loop.create_task(one(frame))
+            while calls:  # (the client half-closed: its calls under way are still answered)
+                await asyncio.wait(list(calls.values()))
+        finally:
+            for task in calls.values():
+                task.cancel()
+
+    async def _answer(
+        self,
+        frame: api_pb2.CallFrame,
+        base: tuple[tuple[str, str], ...],
+        peer: str,
+    ) -> api_pb2.ReplyFrame:
+        method = self._methods.get(frame.method)
+        if method is None:
+            return api_pb2.ReplyFrame(
+                id=frame.id,
+                code=grpc.StatusCode.UNIMPLEMENTED.value[0],
+                details=f"Method not found: {frame.method}",
+            )
+        timeout = frame.timeout_seconds or None
+        deadline = time.monotonic() + timeout if timeout is not None else None
+        metadata = (*base, *((m.key, m.value) for m in frame.metadata))
+        context = FrameContext(metadata, deadline, peer)
+        try:
+            async with asyncio.timeout(timeout):
+                response = await method.behaviour(frame.payload, context)
+        except FrameAbort as e:
+            return _status(frame.id, e.code, e.details, context.trailing)
+        except TimeoutError:
+            return _status(frame.id, grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded", ())
+        except Exception as e:  # (Calls.serve turns a handler's into INTERNAL: a bug here)
+            logger.exception("%s on a Calls stream failed", frame.method)
+            return _status(frame.id, grpc.StatusCode.INTERNAL, f"internal error: {e}", ())
+        return api_pb2.ReplyFrame(id=frame.id, payload=method.serialize(response))
+
+
+def _status(
+    call: int, code: grpc.StatusCode, details: str, trailing: Iterable[tuple[str, str]]
+) -> api_pb2.ReplyFrame:
+    return api_pb2.ReplyFrame(
+        id=call,
+        code=code.value[0],
+        details=details,
+        trailing=[api_pb2.Metadatum(key=k, value=v) for k, v in trailing],
+    )
