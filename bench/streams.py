@@ -91,9 +91,7 @@ async def _run(server: str, pid: int, opts: argparse.Namespace) -> list[Round]:
                 for verb in _VERBS if opts.verb == "both" else (opts.verb,):
                     if verb == "get" and opts.verb == "get":
                         await _round(clients[t], pid, "create", prefix, opts.calls, opts.in_flight)
-                    result = await _round(
-                        clients[t], pid, verb, prefix, opts.calls, opts.in_flight
-                    )
+                    result = await _round(clients[t], pid, verb, prefix, opts.calls, opts.in_flight)
                     print(result.line(), flush=True)
                     out.append(result)
     finally:
@@ -108,14 +106,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--in-flight", type=int, default=16)
     parser.add_argument("--verb", choices=(*_VERBS, "both"), default="both")
-    parser.add_argument(
-        "apiserver_args", nargs="*", help="extra flags of the apiserver (after --)"
-    )
+    parser.add_argument("apiserver_args", nargs="*", help="extra flags of the apiserver (after --)")
     opts = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp, Cluster(Path(tmp), launch=Launch.EXEC) as c:
         c.start_etcd()
         c.start_apiserver(extra_args=opts.apiserver_args)
         pid = c.processes["apiserver"].pid
+        assert pid is not None
         rounds = anyio.run(_run, c.server, pid, opts)
     print()
     for t in (Transport.UNARY, Transport.STREAM):
