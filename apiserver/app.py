@@ -305,6 +305,9 @@ async def _serve(apiserver: _Apiserver, settings: ApiserverSettings, ctx: Compon
         )
         for cache in list(caches.values()):
             cache.end_watches()
+        # (a Calls stream is a call in flight: it answers its calls under way and ends, as
+        # gRPC's stop ends the unary calls' connections; its clients send the rest elsewhere)
+        apiserver.api.drain_call_streams()
         if cluster_clock is not None:  # (its components open theirs again elsewhere)
             cluster_clock.end_sessions()
         with cleanup_scope(ctx.options.shutdown_grace_period + 1):

@@ -36,6 +36,9 @@ REASON_KEY: Final = "kemu-reason"
 CAUSES_KEY: Final = "kemu-causes"
 # Seconds the client should wait before trying again: the REST edge's Retry-After header.
 RETRY_AFTER_KEY: Final = "retry-after"
+UNPROCESSED_KEY: Final = "kemu-unprocessed"
+"""On a call's UNAVAILABLE answer: the server did not start it (a draining Calls stream's,
+apiserver/endpoints/stream_calls.py), so it is safe to send again, write or not."""
 MAX_DETAILS_BYTES: Final = 1024
 """The status message's UTF-8 bytes at most (percent-encoded on the wire: up to 3 KiB)."""
 MAX_CAUSES_CHARS: Final = 2048

@@ -56,6 +56,7 @@ class ApiService:
         self.lister = lister
         self.watches = watches
         self._calls = calls
+        self._call_streams: CallStreams | None = None
         self._version = version
         self._leases = leases
         self._now = registry.now
@@ -198,6 +199,12 @@ class ApiService:
 
     # ------------------------------------------------------------ registration
 
+    def drain_call_streams(self) -> None:
+        """The apiserver is stopping: the Calls streams end once their calls under way are
+        answered (stream_calls.py, CallStreams.drain)."""
+        if self._call_streams is not None:
+            self._call_streams.drain()
+
     def _watch_handler(
         self, limiter: Limiter | None
     ) -> Callable[[bytes, Context[bytes]], AsyncIterator[bytes]]:
@@ -235,8 +242,9 @@ class ApiService:
         )
         # The unary methods multiplexed on one stream (stream_calls.py): each call counted
         # and limited as its unary method, the stream itself by nothing (long-running).
+        self._call_streams = CallStreams(methods)
         handlers["Calls"] = grpc.stream_stream_rpc_method_handler(
-            CallStreams(methods).serve, response_serializer=as_is
+            self._call_streams.serve, response_serializer=as_is
         )
         return grpc.method_handlers_generic_handler(SERVICE, handlers)
 

@@ -26,6 +26,7 @@ from typing import Any, Final, NoReturn
 import grpc
 from grpc.aio import ServicerContext
 
+from kemu import wire
 from kemu.api.v1 import api_pb2
 
 logger = logging.getLogger(__name__)
@@ -170,14 +171,66 @@ def _text(value: str | bytes) -> str:
     return value if isinstance(value, str) else value.decode(errors="replace")
 
 
+class _Open:
+    """A stream being served: its calls under way, and whether it is draining."""
+
+    __slots__ = ("calls", "draining", "ending", "task")
+
+    def __init__(self, task: asyncio.Task[Any]) -> None:
+        self.task = task
+        self.calls: dict[int, asyncio.Task[None]] = {}
+        self.draining = False
+        self.ending = False
+
+    def end_if_idle(self) -> None:
+        """A draining stream ends once its calls are answered (the frames it reads meanwhile
+        are answered unprocessed)."""
+        if self.draining and not self.calls and not self.ending:
+            self.ending = True
+            self.task.cancel()
+
+
 class CallStreams:
     """Serves the Calls streams of the Api service's `methods` (its unary methods by name)."""
 
     def __init__(self, methods: dict[str, Method]) -> None:
         self._methods = methods
+        self._open: set[_Open] = set()
+        self._draining = False
+
+    def drain(self) -> None:
+        """The apiserver is stopping: each open stream answers the calls under way, answers
+        those it reads from now on UNAVAILABLE and unprocessed (kemu.wire.UNPROCESSED_KEY),
+        then ends cleanly (OK), so that its client sends the calls it has not had answered
+        again on a stream to another apiserver. (A draining gRPC server refuses new calls with
+        GOAWAY, and the client's gRPC sends the calls it refused again: upstream's apiserver
+        does the same to the requests on a connection it closes.) A stream opened from now on
+        drains at once."""
+        self._draining = True
+        for stream in list(self._open):
+            stream.draining = True
+            stream.end_if_idle()
 
     async def serve(self, _requests: object, context: ServicerContext[bytes, bytes]) -> None:
-        """One stream, until the client half-closes it and its calls are answered."""
+        """One stream, until the client half-closes it and its calls are answered, or until it
+        has drained."""
+        task = asyncio.current_task()
+        assert task is not None
+        stream = _Open(task)
+        stream.draining = self._draining
+        self._open.add(stream)
+        try:
+            await self._serve(stream, context)
+        except asyncio.CancelledError:
+            if not stream.ending:
+                raise
+            task.uncancel()  # (drained: the stream ends cleanly)
+        finally:
+            self._open.discard(stream)
+            for call in stream.calls.values():
+                call.cancel()
+
+    async def _serve(self, stream: _Open, context: ServicerContext[bytes, bytes]) -> None:
         # The stream's own metadata (its user agent), which every call's follows.
         base = tuple(
             (k, _text(v)) for k, v in (context.invocation_metadata() or ()) if k == "user-agent"
@@ -186,33 +239,36 @@ class CallStreams:
         replies = _Replies(context)
         # Plain asyncio tasks, as gRPC serves each unary call in one (anyio's task groups and
         # cancel scopes cost more per call than the rest of the stream's machinery together).
-        calls: dict[int, asyncio.Task[None]] = {}
+        calls = stream.calls
 
         async def one(frame: api_pb2.CallFrame) -> None:
             try:
-                await replies.send(await self._answer(frame, base, peer))
+                if stream.draining:
+                    reply = _status(frame.id, *_UNPROCESSED)
+                else:
+                    reply = await self._answer(frame, base, peer)
+                await replies.send(reply)
+            except Exception as e:  # (the stream broke: its client fails the call itself)
+                logger.debug("the answer to %s on a Calls stream was lost: %s", frame.method, e)
             finally:
                 calls.pop(frame.id, None)
+                stream.end_if_idle()
 
         loop = asyncio.get_running_loop()
-        try:
-            while True:
-                data = await context.read()
-                if data is _EOF:
-                    break
-                assert isinstance(data, bytes)
-                for frame in api_pb2.CallFrames.FromString(data).frames:
-                    if frame.cancel:
-                        task = calls.get(frame.id)
-                        if task is not None:
-                            task.cancel()
-                        continue
-                    calls[frame.id] = loop.create_task(one(frame))
-            while calls:  # (the client half-closed: its calls under way are still answered)
-                await asyncio.wait(list(calls.values()))
-        finally:
-            for task in calls.values():
-                task.cancel()
+        while True:
+            data = await context.read()
+            if data is _EOF:
+                break
+            assert isinstance(data, bytes)
+            for frame in api_pb2.CallFrames.FromString(data).frames:
+                if frame.cancel:
+                    call = calls.get(frame.id)
+                    if call is not None:
+                        call.cancel()
+                    continue
+                calls[frame.id] = loop.create_task(one(frame))
+        while calls:  # (the client half-closed: its calls under way are still answered)
+            await asyncio.wait(list(calls.values()))
 
     async def _answer(
         self,
@@ -242,6 +298,13 @@ class CallStreams:
             logger.exception("%s on a Calls stream failed", frame.method)
             return _status(frame.id, grpc.StatusCode.INTERNAL, f"internal error: {e}", ())
         return api_pb2.ReplyFrame(id=frame.id, payload=method.serialize(response))
+
+
+_UNPROCESSED: Final = (
+    grpc.StatusCode.UNAVAILABLE,
+    "the apiserver is shutting down",
+    ((wire.UNPROCESSED_KEY, "true"),),
+)
 
 
 def _status(

@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import functools
 from collections.abc import Sequence
 from typing import Final
 
 import grpc
 import grpc.aio
 
+from kemu import wire
 from kemu.api.v1 import api_pb2
 
 METHOD: Final = "/kemu.api.v1.Api/Calls"
@@ -49,6 +51,12 @@ def _error(
     )
 
 
+class _Unprocessed(Exception):
+    """A call the server did not start (its draining stream said so, or ended cleanly before
+    reading it): sent again on a new stream, write or not, as gRPC sends again the calls a
+    draining server refused (transparent retry)."""
+
+
 def _serialize(data: bytes) -> bytes:
     return data
 
@@ -62,11 +70,14 @@ class _Stream:
         self.waiting: dict[int, asyncio.Future[api_pb2.ReplyFrame]] = {}
         self._pending: list[api_pb2.CallFrame] = []
         self._lock = asyncio.Lock()
+        self.draining = False
+        """The server answered a call unprocessed: it answers the calls under way on this
+        stream, and new calls go to another."""
         self.reader = asyncio.get_running_loop().create_task(self._read())
 
     @property
     def open(self) -> bool:
-        return not self.call.done() and not self.reader.done()
+        return not self.draining and not self.call.done() and not self.reader.done()
 
     async def send(self, frame: api_pb2.CallFrame) -> None:
         self._pending.append(frame)
@@ -89,13 +100,15 @@ class _Stream:
         task.add_done_callback(_ignore_result)
 
     async def _read(self) -> None:
-        error: grpc.aio.AioRpcError
+        error: Exception
         try:
             while True:
                 message = await self.call.read()
                 if message is grpc.aio.EOF:  # type: ignore[attr-defined]
-                    error = _error(grpc.StatusCode.UNAVAILABLE, "the Calls stream ended")
-                    break
+                    # The server ended the stream cleanly: it answered every call it read
+                    # (it drains: apiserver/endpoints/stream_calls.py), so the others were not.
+                    self._fail(_Unprocessed())
+                    return
                 assert isinstance(message, api_pb2.ReplyFrames)
                 for reply in message.replies:
                     future = self.waiting.pop(reply.id, None)
@@ -109,7 +122,7 @@ class _Stream:
             raise
         self._fail(error)
 
-    def _fail(self, error: grpc.aio.AioRpcError) -> None:
+    def _fail(self, error: Exception) -> None:
         waiting, self.waiting = self.waiting, {}
         for future in waiting.values():
             if not future.done():
@@ -119,6 +132,10 @@ class _Stream:
         self.call.cancel()
         self.reader.cancel()
         await asyncio.gather(self.reader, return_exceptions=True)
+
+
+def _forget(streams: set[_Stream], stream: _Stream, _reader: asyncio.Task[None]) -> None:
+    streams.discard(stream)
 
 
 def _ignore_result(task: asyncio.Task[None]) -> None:
@@ -136,11 +153,16 @@ class CallStream:
             response_deserializer=api_pb2.ReplyFrames.FromString,
         )
         self._stream: _Stream | None = None
+        self._draining: set[_Stream] = set()
+        """Streams that answer their calls under way before they end."""
         self._last_id = 0
 
     def _current(self) -> _Stream:
         stream = self._stream
         if stream is None or not stream.open:
+            if stream is not None and not stream.reader.done():
+                self._draining.add(stream)
+                stream.reader.add_done_callback(functools.partial(_forget, self._draining, stream))
             # (waits for the server to be ready, as the unary calls that use it do)
             call = self._method(None, wait_for_ready=True)
             stream = self._stream = _Stream(call)
@@ -155,13 +177,7 @@ class CallStream:
     ) -> bytes:
         """The response's bytes of `method` (an Api method's short name) called with
         `payload`; raises the AioRpcError the unary call would have."""
-        stream = self._current()
-        self._last_id += 1
-        call_id = self._last_id
-        future: asyncio.Future[api_pb2.ReplyFrame] = asyncio.get_running_loop().create_future()
-        stream.waiting[call_id] = future
         frame = api_pb2.CallFrame(
-            id=call_id,
             method=method,
             payload=payload,
             metadata=[api_pb2.Metadatum(key=k, value=v) for k, v in metadata],
@@ -169,17 +185,14 @@ class CallStream:
         )
         try:
             async with asyncio.timeout(timeout):
-                await stream.send(frame)
-                reply = await future
+                while True:
+                    try:
+                        reply = await self._attempt(frame)
+                    except _Unprocessed:
+                        continue  # (on the next stream)
+                    break
         except TimeoutError:
-            stream.cancel_call(call_id)
             raise _error(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded") from None
-        except asyncio.CancelledError:
-            stream.cancel_call(call_id)
-            raise
-        except grpc.aio.AioRpcError:
-            stream.waiting.pop(call_id, None)
-            raise
         if reply.code:
             raise _error(
                 _CODES.get(reply.code, grpc.StatusCode.UNKNOWN),
@@ -188,7 +201,31 @@ class CallStream:
             )
         return reply.payload
 
+    async def _attempt(self, frame: api_pb2.CallFrame) -> api_pb2.ReplyFrame:
+        """`frame` sent on the current stream, and its answer; raises _Unprocessed when the
+        server did not start it."""
+        stream = self._current()
+        self._last_id += 1
+        frame.id = call_id = self._last_id
+        future: asyncio.Future[api_pb2.ReplyFrame] = asyncio.get_running_loop().create_future()
+        stream.waiting[call_id] = future
+        try:
+            await stream.send(frame)
+            reply = await future
+        except asyncio.CancelledError:  # (its caller's, or the deadline's)
+            stream.cancel_call(call_id)
+            raise
+        except grpc.aio.AioRpcError:
+            stream.waiting.pop(call_id, None)
+            raise
+        if reply.code and any(m.key == wire.UNPROCESSED_KEY for m in reply.trailing):
+            stream.draining = True
+            raise _Unprocessed()
+        return reply
+
     async def close(self) -> None:
-        stream, self._stream = self._stream, None
-        if stream is not None:
+        streams = [*self._draining, *([self._stream] if self._stream is not None else [])]
+        self._stream = None
+        self._draining.clear()
+        for stream in streams:
             await stream.close()

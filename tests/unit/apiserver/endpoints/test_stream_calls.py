@@ -1,0 +1,129 @@
+"""The Calls stream's draining (apiserver/endpoints/stream_calls.py, kemu/client/call_stream.py):
+a stopping apiserver answers the calls under way, and the calls it has not started go to the
+next apiserver, writes included, as gRPC sends again the unary calls a draining server refuses."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import grpc
+import grpc.aio
+import pytest
+
+from apiserver.endpoints.calls import as_is
+from apiserver.endpoints.stream_calls import CallStreams, Method
+from kemu.client.call_stream import CallStream
+from kemu.client.endpoints import LB_POLICY, channel_target
+
+pytestmark = pytest.mark.anyio
+
+
+class _Server:
+    """A gRPC server with only the Calls stream, its methods Slow (answers once `release` is
+    set) and Echo; what it served, by method."""
+
+    def __init__(self, tag: str) -> None:
+        self.tag = tag
+        self.release = asyncio.Event()
+        self.served: list[str] = []
+        self.slow_started = asyncio.Event()
+        self.slow_cancelled = asyncio.Event()
+        self.streams = CallStreams(
+            {"Slow": Method(self._behaviour("Slow", self._slow), as_is), "Echo": self._echo()}
+        )
+        self.server = grpc.aio.server()
+        self.server.add_generic_rpc_handlers(
+            (
+                grpc.method_handlers_generic_handler(
+                    "kemu.api.v1.Api",
+                    {
+                        "Calls": grpc.stream_stream_rpc_method_handler(
+                            self.streams.serve, response_serializer=as_is
+                        )
+                    },
+                ),
+            )
+        )
+        self.port = self.server.add_insecure_port("127.0.0.1:0")
+
+    def _behaviour(
+        self, name: str, fn: Callable[[bytes], Awaitable[bytes]]
+    ) -> Callable[[bytes, Any], Awaitable[bytes]]:
+        async def behaviour(data: bytes, _context: Any) -> bytes:
+            self.served.append(name)
+            return await fn(data)
+
+        return behaviour
+
+    async def _slow(self, data: bytes) -> bytes:
+        self.slow_started.set()
+        try:
+            await self.release.wait()
+        except asyncio.CancelledError:
+            self.slow_cancelled.set()
+            raise
+        return self.tag.encode() + data
+
+    def _echo(self) -> Method:
+        async def echo(data: bytes) -> bytes:
+            return self.tag.encode() + data
+
+        return Method(self._behaviour("Echo", echo), as_is)
+
+
+@asynccontextmanager
+async def _servers(*tags: str) -> AsyncIterator[list[_Server]]:
+    servers = [_Server(tag) for tag in tags]
+    for s in servers:
+        await s.server.start()
+    try:
+        yield servers
+    finally:
+        for s in servers:
+            s.release.set()
+            await s.server.stop(None)
+
+
+async def test_a_draining_stream_answers_its_calls_and_the_next_go_to_another_server() -> None:
+    async with _servers("one:", "two:") as (one, two):
+        target = channel_target((f"127.0.0.1:{one.port}", f"127.0.0.1:{two.port}"))
+        async with grpc.aio.insecure_channel(target, options=[LB_POLICY]) as channel:
+            calls = CallStream(channel)
+            try:
+                assert await calls.call("Echo", b"a", (), 5.0) == b"one:a"  # (pick_first)
+                slow = asyncio.ensure_future(calls.call("Slow", b"s", (), 5.0))
+                async with asyncio.timeout(5):
+                    await one.slow_started.wait()
+                one.streams.drain()
+                stopping = asyncio.ensure_future(one.server.stop(5.0))
+                # Not started by the draining server: sent again, to the other.
+                assert await calls.call("Echo", b"b", (), 5.0) == b"two:b"
+                one.release.set()
+                assert await slow == b"one:s"  # (answered before the stream ended)
+                await stopping
+                assert one.served == ["Echo", "Slow"]
+                assert two.served == ["Echo"]
+            finally:
+                await calls.close()
+
+
+async def test_a_call_past_its_deadline_is_deadline_exceeded_and_cancelled_on_the_server() -> None:
+    async with _servers("one:") as (one,):
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{one.port}") as channel:
+            calls = CallStream(channel)
+            try:
+                with pytest.raises(grpc.aio.AioRpcError) as raised:
+                    await calls.call("Slow", b"s", (), 0.2)
+                assert raised.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+                async with asyncio.timeout(5):
+                    await one.slow_cancelled.wait()
+                # The stream still serves the next call.
+                assert await calls.call("Echo", b"e", (), 5.0) == b"one:e"
+                with pytest.raises(grpc.aio.AioRpcError) as raised:
+                    await calls.call("Nope", b"", (), 5.0)
+                assert raised.value.code() == grpc.StatusCode.UNIMPLEMENTED
+            finally:
+                await calls.close()
