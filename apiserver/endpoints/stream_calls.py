@@ -164,7 +164,11 @@ class _Replies:
             if not self._pending:
                 return  # (an earlier writer took it)
             batch, self._pending = self._pending, []
-            await self._context.write(api_pb2.ReplyFrames(replies=batch).SerializeToString())
+            # (shielded: the batch holds other calls' answers, which a call cancelled while it
+            # writes must not lose)
+            await asyncio.shield(
+                self._context.write(api_pb2.ReplyFrames(replies=batch).SerializeToString())
+            )
 
 
 def _text(value: str | bytes) -> str:

@@ -88,7 +88,11 @@ class _Stream:
             if not self._pending:
                 return  # (an earlier writer took it)
             batch, self._pending = self._pending, []
-            await self.call.write(api_pb2.CallFrames(frames=batch).SerializeToString())
+            # (shielded: the batch holds other calls' frames, which a cancelled caller's
+            # write must not lose)
+            await asyncio.shield(
+                self.call.write(api_pb2.CallFrames(frames=batch).SerializeToString())
+            )
 
     def cancel_call(self, call_id: int) -> None:
         """Tells the server that call `call_id` is given up on (best effort: written with the
