@@ -33,6 +33,13 @@ logger = logging.getLogger(__name__)
 
 _EOF: Final[object] = grpc.aio.EOF  # type: ignore[attr-defined]
 
+MAX_CALLS_PER_STREAM: Final = 1000
+"""Calls one stream serves at once; past it the stream reads no more frames until one ends, and
+HTTP/2's flow control holds its client back: what MAX_CONCURRENT_STREAMS does to a
+connection's unary calls (upstream's HTTP2MaxStreamsPerConnection, 1000 in
+k8s.io/apiserver/pkg/server/options/recommended.go for apiservers reached through one
+multiplexed connection)."""
+
 Behaviour = Callable[[bytes, ServicerContext[bytes, Any]], Awaitable[Any]]
 """A unary method's behaviour over its request's bytes (kemu.wire.unary's)."""
 
@@ -197,8 +204,9 @@ class _Open:
 class CallStreams:
     """Serves the Calls streams of the Api service's `methods` (its unary methods by name)."""
 
-    def __init__(self, methods: dict[str, Method]) -> None:
+    def __init__(self, methods: dict[str, Method], max_calls: int = MAX_CALLS_PER_STREAM) -> None:
         self._methods = methods
+        self._max_calls = max_calls
         self._open: set[_Open] = set()
         self._draining = False
 
@@ -244,6 +252,8 @@ class CallStreams:
         # Plain asyncio tasks, as gRPC serves each unary call in one (anyio's task groups and
         # cancel scopes cost more per call than the rest of the stream's machinery together).
         calls = stream.calls
+        room = asyncio.Event()  # (set while fewer than max_calls are under way)
+        room.set()
 
         async def one(frame: api_pb2.CallFrame) -> None:
             try:
@@ -256,10 +266,15 @@ class CallStreams:
                 logger.debug("the answer to %s on a Calls stream was lost: %s", frame.method, e)
             finally:
                 calls.pop(frame.id, None)
+                if len(calls) < self._max_calls:
+                    room.set()
                 stream.end_if_idle()
 
         loop = asyncio.get_running_loop()
         while True:
+            if len(calls) >= self._max_calls:
+                room.clear()
+                await room.wait()
             data = await context.read()
             if data is _EOF:
                 break

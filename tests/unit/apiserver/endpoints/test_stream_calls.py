@@ -25,14 +25,15 @@ class _Server:
     """A gRPC server with only the Calls stream, its methods Slow (answers once `release` is
     set) and Echo; what it served, by method."""
 
-    def __init__(self, tag: str) -> None:
+    def __init__(self, tag: str, max_calls: int = 1000) -> None:
         self.tag = tag
         self.release = asyncio.Event()
         self.served: list[str] = []
         self.slow_started = asyncio.Event()
         self.slow_cancelled = asyncio.Event()
         self.streams = CallStreams(
-            {"Slow": Method(self._behaviour("Slow", self._slow), as_is), "Echo": self._echo()}
+            {"Slow": Method(self._behaviour("Slow", self._slow), as_is), "Echo": self._echo()},
+            max_calls,
         )
         self.server = grpc.aio.server()
         self.server.add_generic_rpc_handlers(
@@ -75,8 +76,8 @@ class _Server:
 
 
 @asynccontextmanager
-async def _servers(*tags: str) -> AsyncIterator[list[_Server]]:
-    servers = [_Server(tag) for tag in tags]
+async def _servers(*tags: str, max_calls: int = 1000) -> AsyncIterator[list[_Server]]:
+    servers = [_Server(tag, max_calls) for tag in tags]
     for s in servers:
         await s.server.start()
     try:
@@ -125,5 +126,25 @@ async def test_a_call_past_its_deadline_is_deadline_exceeded_and_cancelled_on_th
                 with pytest.raises(grpc.aio.AioRpcError) as raised:
                     await calls.call("Nope", b"", (), 5.0)
                 assert raised.value.code() == grpc.StatusCode.UNIMPLEMENTED
+            finally:
+                await calls.close()
+
+
+async def test_past_its_bound_a_stream_reads_no_more_calls_until_one_ends() -> None:
+    async with _servers("one:", max_calls=1) as (one,):
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{one.port}") as channel:
+            calls = CallStream(channel)
+            try:
+                slow = asyncio.ensure_future(calls.call("Slow", b"s", (), 5.0))
+                async with asyncio.timeout(5):
+                    await one.slow_started.wait()
+                # Not read while the slow call is under way: its deadline passes unserved.
+                with pytest.raises(grpc.aio.AioRpcError) as raised:
+                    await calls.call("Echo", b"late", (), 0.3)
+                assert raised.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+                assert one.served == ["Slow"]
+                one.release.set()
+                assert await slow == b"one:s"
+                assert await calls.call("Echo", b"e", (), 5.0) == b"one:e"
             finally:
                 await calls.close()
