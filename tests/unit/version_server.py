@@ -9,6 +9,8 @@ from typing import Any
 
 import grpc
 
+from apiserver.endpoints.calls import as_is, handler_of, serialize
+from apiserver.endpoints.stream_calls import CallStreams, Method
 from kemu import wire
 from kemu.api.v1 import api_pb2
 
@@ -16,14 +18,17 @@ from kemu.api.v1 import api_pb2
 @asynccontextmanager
 async def version_server(behaviour: Any) -> AsyncIterator[str]:
     """The address of a server whose Version method is `behaviour` over request bytes (as
-    ApiService.handler builds it: decoded by wire.unary), stopped at the end."""
+    ApiService.handler builds it: decoded by wire.unary), unary and on the Calls stream,
+    stopped at the end."""
+    version = Method(wire.unary(behaviour, api_pb2.VersionRequest), serialize)
     handler = grpc.method_handlers_generic_handler(
         "kemu.api.v1.Api",
         {
-            "Version": grpc.unary_unary_rpc_method_handler(
-                wire.unary(behaviour, api_pb2.VersionRequest),
-                response_serializer=api_pb2.VersionInfo.SerializeToString,
-            )
+            "Version": handler_of(version),
+            # (and on the Calls stream, as ApiService.handler serves it)
+            "Calls": grpc.stream_stream_rpc_method_handler(
+                CallStreams({"Version": version}).serve, response_serializer=as_is
+            ),
         },
     )
     server = grpc.aio.server()

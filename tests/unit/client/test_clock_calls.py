@@ -15,7 +15,7 @@ import pytest
 from apiserver.clock.activity import Activity
 from kemu import wire
 from kemu.api.v1 import api_pb2
-from kemu.client.client import Client
+from kemu.client.client import Client, Transport
 from kemu.machinery.errors import NotFound
 from kemu.machinery.virtual_time import calls_square, clock_caller
 from kemu.testing.fake_time import wait_until
@@ -23,6 +23,9 @@ from kemu.testing.ports import free_port
 from tests.unit.version_server import version_server
 
 pytestmark = pytest.mark.anyio
+
+# Both transports count alike (docs/research/streams.md).
+_TRANSPORTS = pytest.mark.parametrize("transport", list(Transport), ids=lambda t: t.value)
 
 
 @asynccontextmanager
@@ -43,10 +46,16 @@ async def _server(activity: Activity, *, found: bool) -> AsyncIterator[str]:
         yield address
 
 
+@_TRANSPORTS
 @pytest.mark.parametrize("found", [True, False], ids=["answered", "refused with an error"])
-async def test_a_call_the_server_answered_is_numbered_and_not_abandoned(found: bool) -> None:
+async def test_a_call_the_server_answered_is_numbered_and_not_abandoned(
+    found: bool, transport: Transport
+) -> None:
     activity = Activity()
-    async with _server(activity, found=found) as address, Client(address) as client:
+    async with (
+        _server(activity, found=found) as address,
+        Client(address, transport=transport) as client,
+    ):
         client.clock_identity = "kubelet-1"
         for _ in range(2):
             try:
@@ -61,9 +70,12 @@ async def test_a_call_the_server_answered_is_numbered_and_not_abandoned(found: b
         )
 
 
-async def test_a_call_cancelled_before_it_reached_the_server_is_abandoned() -> None:
+@_TRANSPORTS
+async def test_a_call_cancelled_before_it_reached_the_server_is_abandoned(
+    transport: Transport,
+) -> None:
     # (no server listens: the call waits for one, as a call made while the channel connects)
-    async with Client(f"127.0.0.1:{free_port()}") as client:
+    async with Client(f"127.0.0.1:{free_port()}", transport=transport) as client:
         client.clock_identity = "kubelet-1"
         async with anyio.create_task_group() as tg:
             tg.start_soon(client.version)
@@ -74,8 +86,9 @@ async def test_a_call_cancelled_before_it_reached_the_server_is_abandoned() -> N
         assert calls_square(client.requests_sent, client.requests_abandoned, 0, 0, 0)
 
 
-async def test_a_call_ended_by_its_deadline_is_abandoned() -> None:
-    async with Client(f"127.0.0.1:{free_port()}", timeout=0.2) as client:
+@_TRANSPORTS
+async def test_a_call_ended_by_its_deadline_is_abandoned(transport: Transport) -> None:
+    async with Client(f"127.0.0.1:{free_port()}", timeout=0.2, transport=transport) as client:
         client.clock_identity = "kubelet-1"
         with pytest.raises(Exception):  # noqa: B017 (which error the deadline gives is not the point)
             await client.version()

@@ -23,7 +23,7 @@ from apiserver.endpoints.inflight import (
 )
 from apiserver.endpoints.rest.request_info import request_info
 from kemu.api.v1 import api_pb2, types_pb2
-from kemu.client.client import Client
+from kemu.client.client import Client, Transport
 from kemu.machinery import kinds
 from kemu.machinery.errors import TooManyRequests
 from kemu.machinery.virtual_time import CLOCK_IDENTITY_KEY
@@ -164,22 +164,33 @@ class _Held:
 
 
 @asynccontextmanager
-async def _version_client(behaviour: Any) -> AsyncIterator[Client]:
-    """A client of a server whose Version method is `behaviour` (then the limit)."""
+async def _version_client(
+    behaviour: Any, transport: Transport = Transport.UNARY
+) -> AsyncIterator[Client]:
+    """A client (over `transport`) of a server whose Version method is `behaviour` (then the
+    limit)."""
     async with version_server(behaviour) as address:
-        client = Client(address, timeout=10.0)
+        client = Client(address, timeout=10.0, transport=transport)
         try:
             yield client
         finally:
             await client.close()
 
 
+# (both transports: the Calls stream serves each call behind the same limit)
+_TRANSPORTS = pytest.mark.parametrize("transport", list(Transport), ids=lambda t: t.value)
+
+
 @pytest.mark.anyio
-async def test_a_client_refused_by_the_limit_backs_off_and_is_served_once_a_slot_frees() -> None:
+@_TRANSPORTS
+async def test_a_client_refused_by_the_limit_backs_off_and_is_served_once_a_slot_frees(
+    transport: Transport,
+) -> None:
     held = _Held()
     registry = CollectorRegistry()
     limiter = MaxInflight(1, 1, InflightMetrics(registry))
-    async with _version_client(limit_unary("Version", held.version, limiter)) as client:
+    limited = limit_unary("Version", held.version, limiter)
+    async with _version_client(limited, transport) as client:
         results: list[str] = []
 
         async def call() -> None:
@@ -204,7 +215,10 @@ def _identity(context: Any) -> str:
 
 
 @pytest.mark.anyio
-async def test_a_refused_call_of_a_component_in_a_clock_session_is_counted_as_received() -> None:
+@_TRANSPORTS
+async def test_a_refused_call_of_a_component_in_a_clock_session_is_counted_as_received(
+    transport: Transport,
+) -> None:
     # The caller counts every attempt as made; a 429 from the limit that the apiserver did not
     # count left the two apart for ever, and the event-driven clock waiting for the missing
     # call (a 1,000-node day stalled so when its kubelet's pods terminated together).
@@ -221,7 +235,7 @@ async def test_a_refused_call_of_a_component_in_a_clock_session_is_counted_as_re
         _limiter(1, 1),
         refused=lambda context: activity.refused(_identity(context)),
     )
-    async with _version_client(limited) as client:
+    async with _version_client(limited, transport) as client:
         client.clock_identity = "kubelet-1"
         async with anyio.create_task_group() as tg:
             tg.start_soon(client.version)
