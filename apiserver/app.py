@@ -14,6 +14,7 @@ apiserver's restart.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import signal
@@ -27,18 +28,25 @@ import grpc
 from anyio.abc import TaskStatus
 from google.protobuf.message import Message
 
-from apiserver import flowcontrol_bootstrap, kubernetes_service
+from apiserver import flowcontrol_bootstrap, kubernetes_service, rbac_bootstrap
 from apiserver.admission.priority import system_priority_classes
+from apiserver.authentication.service_accounts import (
+    ServiceAccountTokens,
+    service_account_tokens,
+)
+from apiserver.authorization import modes
 from apiserver.clock.activity import Activity
 from apiserver.clock.cluster_clock import ClusterClock
+from apiserver.endpoints import identity
 from apiserver.endpoints.calls import Calls
 from apiserver.endpoints.clock import ClockService
 from apiserver.endpoints.inflight import InflightMetrics, Limiter, MaxInflight, RequestInfo
-from apiserver.endpoints.lists import Lister
+from apiserver.endpoints.lists import ConsistentReads, Lister
 from apiserver.endpoints.metrics import Metrics
 from apiserver.endpoints.rest import discovery
 from apiserver.endpoints.rest.server import RestApi
 from apiserver.endpoints.rest.server import serve as serve_rest
+from apiserver.endpoints.rest.token import RegistryLookup
 from apiserver.endpoints.servicer import ApiService
 from apiserver.endpoints.watches import Watches
 from apiserver.flowcontrol.apf_filter import (
@@ -51,13 +59,23 @@ from apiserver.flowcontrol.apf_filter import (
 )
 from apiserver.options import COMPONENT, parse_settings
 from apiserver.registry.apiextensions import CustomResourceDefinitions
+from apiserver.registry.names import RANDOM_NAMES, SeededNames
 from apiserver.registry.registry import Registry, RegistrySettings
 from apiserver.settings import ApiserverSettings, InflightSettings
 from apiserver.storage.etcd import EtcdStore
 from apiserver.storage.watch_cache import WatchCache
 from kemu.api.v1 import api_pb2, types_pb2
 from kemu.component import listen
-from kemu.component.runner import ComponentContext, cleanup_scope, retry_until_ready, run_component
+from kemu.component.featuregate import CONSISTENT_LIST_FROM_CACHE
+from kemu.component.gc_tuning import tune_gc
+from kemu.component.runner import (
+    ComponentContext,
+    ConfigRefused,
+    cleanup_scope,
+    retry_until_ready,
+    run_component,
+)
+from kemu.component.secure_serving import SecureServing, ServingError
 from kemu.component.version import BINARY_VERSION
 from kemu.component.version_rules import VersionRules
 from kemu.component.virtual_clock import VirtualClock
@@ -90,13 +108,50 @@ priority and fairness (or max-in-flight) filter, 429 with Retry-After, which cli
 so the backlog is unbounded."""
 
 
+def _with_certs(settings: ApiserverSettings) -> ApiserverSettings:
+    """The settings with --cert-dir's pair, made now when missing (upstream makes it while it
+    completes its options, before it binds); ConfigRefused naming the flag when the files
+    cannot be made or read."""
+    secure = settings.serving.secure
+    if not secure.enabled:
+        return settings
+    try:
+        secure = secure.maybe_default_with_self_signed_certs(settings.serving.bind_address)
+        secure.read()
+        secure.ssl_context()  # (its errors name the flag; the REST edge builds its own)
+    except ServingError as e:
+        raise ConfigRefused(str(e)) from None
+    return dataclasses.replace(
+        settings, serving=dataclasses.replace(settings.serving, secure=secure)
+    )
+
+
+def _grpc_credentials(secure: SecureServing) -> grpc.ServerCredentials | None:
+    """The gRPC edge's TLS (None: plaintext). With --client-ca-file a client certificate
+    signed by it is required (kemu.component.secure_serving: gRPC's Python server cannot ask
+    for one without requiring it)."""
+    if not secure.enabled:
+        return None
+    chain, key, client_ca = secure.read()
+    return grpc.ssl_server_credentials(
+        [(key, chain)], root_certificates=client_ca, require_client_auth=client_ca is not None
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     settings, options = parse_settings(argv)
     return run_component(COMPONENT, options, functools.partial(run, settings))
 
 
 async def run(settings: ApiserverSettings, ctx: ComponentContext) -> None:
+    settings = _with_certs(settings)
     serving = settings.serving
+    # Ready once its edges listen: upstream's /readyz is served by the port it reports on,
+    # kemu's on the metrics port, which listens from the process's start, so the check is
+    # there from the start (registered only once serving began, /readyz said ok while the
+    # apiserver still waited for etcd or built its caches: a harness's wait returned early).
+    listening = anyio.Event()
+    ctx.add_readiness_check("serving", listening.is_set)
     # (upstream binds its listeners before it talks to etcd: a taken port ends it at once)
     for port in (serving.port, serving.rest_port):
         listen.check_free(serving.bind_address, port)
@@ -105,7 +160,7 @@ async def run(settings: ApiserverSettings, ctx: ComponentContext) -> None:
         await retry_until_ready(
             f"etcd at {','.join(settings.etcd.servers)}", store.status, clock=ctx.clock
         )
-        await _serve(_Apiserver.build(settings, store, ctx), settings, ctx)
+        await _serve(_Apiserver.build(settings, store, ctx), settings, ctx, listening)
     finally:
         with cleanup_scope():
             await store.close()
@@ -124,6 +179,7 @@ class _Apiserver:
     grpc_server: grpc.aio.Server
     inflight: Limiter
     cluster_clock: ClusterClock | None
+    tokens: ServiceAccountTokens
     etcd_ok: bool = True
 
     @classmethod
@@ -163,6 +219,8 @@ class _Apiserver:
                 settings.toleration_seconds,
                 settings.runtime_config,
                 settings.admission,
+                # (the virtual clock: names the same each run of a seeded scenario)
+                RANDOM_NAMES if cluster_clock is None else SeededNames(),
             ),
             clock=ctx.clock,
         )
@@ -190,12 +248,30 @@ class _Apiserver:
                 )
             return cv
 
-        calls = Calls(metrics, activity)
+        authorization = modes.build(
+            settings.authorization_modes, caches, modes.Emulated(ctx.gates, ctx.options.version)
+        )
+        logger.info("authorization modes: %s", ",".join(authorization.modes))
+        calls = Calls(metrics, activity, authorization)
         watches = Watches(
             api_store, caches, metrics, activity, ctx.clock, settings.watch_bookmark_frequency
         )
+        tokens = service_account_tokens(settings.authentication, ctx.clock.now)
         api = ApiService(
-            registry, Lister(api_store, caches), watches, calls, version, caches["leases"]
+            registry,
+            Lister(
+                api_store,
+                caches,
+                metrics,
+                ConsistentReads.CACHE
+                if ctx.gates.enabled(CONSISTENT_LIST_FROM_CACHE)
+                else ConsistentReads.STORAGE,
+            ),
+            watches,
+            calls,
+            version,
+            caches["leases"],
+            tokens,
         )
         clock_service = ClockService(calls, cluster_clock, ctx.clock.now)
         inflight = _limiter(settings.inflight, registry, ctx)
@@ -209,8 +285,13 @@ class _Apiserver:
             ]
         )
         server.add_generic_rpc_handlers((api.handler(inflight), clock_service.handler(inflight)))
-        listen.add_grpc_port(server, settings.serving.bind_address, settings.serving.port)
-        return cls(store, api_store, caches, registry, api, server, inflight, cluster_clock)
+        listen.add_grpc_port(
+            server,
+            settings.serving.bind_address,
+            settings.serving.port,
+            _grpc_credentials(settings.serving.secure),
+        )
+        return cls(store, api_store, caches, registry, api, server, inflight, cluster_clock, tokens)
 
     def ready(self) -> bool:
         return self.etcd_ok and all(c.ready for c in self.caches.values())
@@ -227,22 +308,29 @@ class _Apiserver:
             await anyio.sleep(2.0)
 
 
-async def _serve(apiserver: _Apiserver, settings: ApiserverSettings, ctx: ComponentContext) -> None:
+async def _serve(
+    apiserver: _Apiserver,
+    settings: ApiserverSettings,
+    ctx: ComponentContext,
+    listening: anyio.Event,
+) -> None:
     caches = apiserver.caches
     ctx.add_readiness_check("etcd", lambda: apiserver.etcd_ok)
     ctx.add_readiness_check("watch-cache", lambda: all(c.ready for c in caches.values()))
-    # Ready once its edges listen too: upstream's /readyz is served by the port it reports on,
-    # kemu's on the metrics port, which listens from the process's start.
-    listening = anyio.Event()
-    ctx.add_readiness_check("serving", listening.is_set)
     cluster_clock = apiserver.cluster_clock
+    # (the apiserver's own periodic work is counted by the event-driven clock's look)
+    activity = cluster_clock.activity if cluster_clock is not None else Activity()
     async with anyio.create_task_group() as tg:
         if cluster_clock is not None:  # before anything reads the time
             await tg.start(cluster_clock.run)
         if threading.current_thread() is threading.main_thread():  # not in-process tests
             await tg.start(_drop_watches_on_signal, caches)
-        for cache in list(caches.values()):
-            await tg.start(cache.run)
+        # Every kind's cache lists at once, as upstream's cachers each start their reflector
+        # (one list after another took 47 etcd round trips in a row: 19 s at 200 ms of
+        # --etcd-latency); nothing reads one before all have listed.
+        async with anyio.create_task_group() as starting:
+            for cache in list(caches.values()):
+                starting.start_soon(tg.start, cache.run)
         # (the custom resources' caches are added as their CRDs are established)
         assert isinstance(caches, dict)
         await tg.start(
@@ -262,20 +350,42 @@ async def _serve(apiserver: _Apiserver, settings: ApiserverSettings, ctx: Compon
                 # etcd Timeout under load must not stop the apiserver before it serves
                 retry_on=(ApiError,),
             )
-            tg.start_soon(_ensure_flowcontrol, apiserver.registry, ctx)
+            tg.start_soon(_ensure_flowcontrol, apiserver.registry, activity, ctx)
+        if rbac_bootstrap.served(apiserver.registry):  # issue #60 item 3
+            await rbac_bootstrap.post_start_hook(apiserver.registry, ctx)
         if isinstance(apiserver.inflight, PriorityAndFairness):
             tg.start_soon(_update_borrowing, apiserver.inflight, ctx)
+        tokens = apiserver.tokens
+        identity.use(
+            identity.Authentication(
+                tokens,
+                RegistryLookup(apiserver.registry),
+                anonymous=settings.authentication.anonymous,
+            )
+        )
         if settings.serving.rest_port:  # (first: a failed bind leaves no gRPC server running)
             rest = RestApi(
                 apiserver.registry,
                 apiserver.api,
                 ready=apiserver.ready,
                 limiter=apiserver.inflight,
+                tokens=tokens,
                 clock=ctx.clock,
+                authorization=apiserver.api.authorization,
             )
+            secure = settings.serving.secure
             await tg.start(
-                serve_rest, rest, settings.serving.bind_address, settings.serving.rest_port
+                functools.partial(
+                    serve_rest,
+                    rest,
+                    settings.serving.bind_address,
+                    settings.serving.rest_port,
+                    ssl_context=secure.ssl_context() if secure.enabled else None,
+                )
             )
+        if threading.current_thread() is threading.main_thread():  # its own process
+            # (what the watch caches hold from the start, out of the collector's reach)
+            tune_gc(freeze=True)
         await apiserver.grpc_server.start()
         logger.info(
             "serving the kemu API on %s (emulated version %s)",
@@ -285,7 +395,12 @@ async def _serve(apiserver: _Apiserver, settings: ApiserverSettings, ctx: Compon
         listening.set()
         if settings.etcd.compaction_interval > 0:
             tg.start_soon(
-                _compactor, apiserver.store, caches, settings.etcd.compaction_interval, ctx
+                _compactor,
+                apiserver.store,
+                caches,
+                settings.etcd.compaction_interval,
+                activity,
+                ctx,
             )
         tg.start_soon(apiserver.check_etcd)
         await ctx.stopping.wait()
@@ -463,30 +578,40 @@ async def _update_borrowing(apf: PriorityAndFairness, ctx: ComponentContext) -> 
         apf.update_borrowing()
 
 
-async def _ensure_flowcontrol(registry: Registry, ctx: ComponentContext) -> None:
-    """The APF bootstrap ensurer's periodic passes (apiserver/flowcontrol_bootstrap.py)."""
+async def _ensure_flowcontrol(
+    registry: Registry, activity: Activity, ctx: ComponentContext
+) -> None:
+    """The APF bootstrap ensurer's periodic passes (apiserver/flowcontrol_bootstrap.py), each
+    the apiserver's own work for the clock (a FlowSchema's Dangling condition is written by
+    the time an advance past the pass holds)."""
     while True:
         await ctx.clock.sleep(flowcontrol_bootstrap.ENSURE_INTERVAL)
-        try:
-            await flowcontrol_bootstrap.ensure(registry)
-        except Exception as e:  # as upstream: any error logged, tried next time
-            logger.warning("APF bootstrap ensurer ran into error, will retry later: %s", e)
+        with activity.own_work():
+            try:
+                await flowcontrol_bootstrap.ensure(registry)
+            except Exception as e:  # as upstream: any error logged, tried next time
+                logger.warning("APF bootstrap ensurer ran into error, will retry later: %s", e)
 
 
 async def _compactor(
-    store: EtcdStore, caches: Mapping[str, WatchCache], interval: float, ctx: ComponentContext
+    store: EtcdStore,
+    caches: Mapping[str, WatchCache],
+    interval: float,
+    activity: Activity,
+    ctx: ComponentContext,
 ) -> None:
     """Compacts etcd to the revision seen one interval ago (upstream's compactor)."""
     previous = 0
     while True:
         await ctx.clock.sleep(interval)
-        try:
-            current = await store.current_revision()
-            if previous:
-                await store.compact(previous)
-                for cache in list(caches.values()):
-                    cache.compacted(previous)
-                logger.info("compacted etcd to revision %d", previous)
-            previous = current
-        except Exception as e:  # compaction is best effort: log and try next time
-            logger.warning("etcd compaction failed: %s", e)
+        with activity.own_work():
+            try:
+                current = await store.current_revision()
+                if previous:
+                    await store.compact(previous)
+                    for cache in list(caches.values()):
+                        cache.compacted(previous)
+                    logger.info("compacted etcd to revision %d", previous)
+                previous = current
+            except Exception as e:  # compaction is best effort: log and try next time
+                logger.warning("etcd compaction failed: %s", e)

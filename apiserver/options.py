@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Final
 
 from apiserver.admission.default_toleration_seconds import (
@@ -13,10 +14,24 @@ from apiserver.admission.default_toleration_seconds import (
     DefaultTolerationSeconds,
 )
 from apiserver.admission.plugins import (
-    ALL_ORDERED_PLUGINS,
+    DEFAULT_VERSION_RULES,
     AdmissionPlugins,
     UnknownPlugins,
     plugin_list,
+    registered,
+)
+from apiserver.authentication.service_accounts import (
+    DEFAULT_ISSUER,
+    AuthenticationSettings,
+    load_public_keys,
+    load_signing_key,
+)
+from apiserver.authorization.modes import (
+    DEFAULT_MODES,
+    MODE_CHOICES,
+    ModeError,
+    parse_modes,
+    validate,
 )
 from apiserver.settings import (
     DEFAULT_BOOKMARK_FREQUENCY,
@@ -34,6 +49,13 @@ from kemu.component.options import (
     new_parser,
     parse_component_args,
 )
+from kemu.component.secure_serving import (
+    ServingError,
+    add_secure_serving_flags,
+    check_plaintext_bind,
+    secure_serving_from_args,
+)
+from kemu.component.version_rules import VersionRules
 from kemu.machinery.convert import parse_time
 from kemu.machinery.errors import Invalid
 from kemu.machinery.kinds import resource_config
@@ -42,6 +64,10 @@ from kemu.machinery.runtime_config import RuntimeConfig, RuntimeConfigError
 from kemu.machinery.virtual_time import ClockMode
 
 COMPONENT: Final = "kube-apiserver"
+
+
+PAIR_NAME: Final = "apiserver"
+"""--cert-dir's pair (upstream's kube-apiserver: apiserver.crt, apiserver.key)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,11 +79,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--bind-address", default="127.0.0.1", help="address to serve gRPC on")
     parser.add_argument("--port", type=int, default=6443, help="gRPC port (default 6443)")
+    add_secure_serving_flags(parser, pair_name=PAIR_NAME)
     parser.add_argument(
         "--rest-port",
         type=int,
         default=0,
-        help="serve the Kubernetes REST API (JSON over plain HTTP) on this port of "
+        help="serve the Kubernetes REST API (JSON over HTTP, HTTPS with TLS) on this port of "
         "--bind-address; 0 disables (default 0)",
     )
     parser.add_argument(
@@ -141,9 +168,11 @@ def build_parser() -> argparse.ArgumentParser:
             action="append",
             default=[],
             metavar="NAME,...",
-            help=f"{text}. Comma-delimited list of admission plugins: "
-            f"{', '.join(sorted(ALL_ORDERED_PLUGINS))}. The order of plugins in this flag does "
-            "not matter. (kemu models NamespaceLifecycle, LimitRanger, ServiceAccount, Priority, "
+            help=f"{text}. Comma-delimited list of admission plugins (at 1.37): "
+            f"{', '.join(sorted(registered(DEFAULT_VERSION_RULES)))}. The order of plugins in "
+            "this flag does not matter. The names and the default set are the emulated "
+            "version's: from 1.21 to 1.37 upstream added and removed plugins (PodSecurityPolicy "
+            "until 1.24, PodSecurity on by default from 1.23, ...). (kemu models NamespaceLifecycle, LimitRanger, ServiceAccount, Priority, "
             "DefaultTolerationSeconds, DefaultStorageClass, StorageObjectInUseProtection, "
             "PodGroupProtection, PodTopologyLabels, PodGroupWorkloadExists and ResourceQuota; "
             "the others are accepted and do nothing)",
@@ -171,13 +200,122 @@ def build_parser() -> argparse.ArgumentParser:
         "stopping beside it release their leases). It counts against --shutdown-grace-period.",
     )
     parser.add_argument(
+        "--authorization-mode",
+        default=",".join(DEFAULT_MODES),
+        metavar="MODE,...",
+        help="Ordered list of plug-ins to do authorization on secure port. Comma-delimited "
+        f"list of: {','.join(MODE_CHOICES)} (default {','.join(DEFAULT_MODES)}, as "
+        "upstream's; system:masters is always allowed first). kemu builds AlwaysAllow, "
+        "AlwaysDeny and RBAC; ABAC and Webhook are refused as not modelled",
+    )
+    parser.add_argument(
         "--clock-start",
         default="",
         metavar="RFC3339",
         help="kemu only, with --clock virtual: the virtual time a fresh cluster's clock starts "
         "at (default: the apiserver's start); a cluster whose clock exists keeps it",
     )
+    _add_authentication_flags(parser)
     return parser
+
+
+def _add_authentication_flags(parser: argparse.ArgumentParser) -> None:
+    """upstream's pkg/kubeapiserver/options/authentication.go: ServiceAccount tokens and
+    anonymous requests (x509 client certificates are --client-ca-file's)."""
+    parser.add_argument(
+        "--anonymous-auth",
+        type=_parse_bool,
+        default=True,
+        metavar="BOOL",
+        help="Enables anonymous requests to the secure port of the API server. Requests that "
+        "are not rejected by another authentication method are treated as anonymous requests "
+        "(system:anonymous in system:unauthenticated). With false they are refused with 401 "
+        "(default true)",
+    )
+    parser.add_argument(
+        "--service-account-issuer",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="Identifier of the service account token issuer: the `iss` claim of the tokens "
+        "issued; repeated, the first one issues and tokens of every one are accepted (default "
+        f"{DEFAULT_ISSUER})",
+    )
+    parser.add_argument(
+        "--service-account-signing-key-file",
+        default="",
+        metavar="FILE",
+        help="Path to the file that contains the current private key of the service account "
+        "token issuer (RSA, PEM). kemu only: without it a key is drawn at start, and tokens "
+        "issued before a restart no longer verify",
+    )
+    parser.add_argument(
+        "--service-account-key-file",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="File containing PEM-encoded RSA public (or private) keys, used to verify "
+        "ServiceAccount tokens besides the signing key's; repeatable",
+    )
+    parser.add_argument(
+        "--api-audiences",
+        default="",
+        metavar="AUDIENCES",
+        help="Identifiers of the API (comma-separated): a token must name one of them; the "
+        "audience of TokenRequests that name none (default: the issuers)",
+    )
+    parser.add_argument(
+        "--service-account-max-token-expiration",
+        type=duration_flag,
+        default=0.0,
+        metavar="DURATION",
+        help="The maximum validity duration of a token created by the service account token "
+        "issuer; a TokenRequest asking for longer gets this (default 0: no cap)",
+    )
+    parser.add_argument(
+        "--service-account-extend-token-expiration",
+        type=_parse_bool,
+        default=True,
+        metavar="BOOL",
+        help="Turns on projected service account expiration extension during token "
+        "generation: the kubelet's pod-bound tokens of 3607 s are issued for a year, with "
+        "warnafter (default true)",
+    )
+
+
+def _authentication(
+    parser: argparse.ArgumentParser, args: argparse.Namespace
+) -> AuthenticationSettings:
+    """The flags' keys read and checked (an unreadable or wrong key file is the flag's error)."""
+    signing = None
+    if args.service_account_signing_key_file:
+        path = args.service_account_signing_key_file
+        try:
+            signing = load_signing_key(Path(path).read_bytes(), path)
+        except (OSError, ValueError) as e:
+            parser.error(f"--service-account-signing-key-file: {e}")
+    public = []
+    for path in args.service_account_key_file:
+        try:
+            public.extend(load_public_keys(Path(path).read_bytes(), path))
+        except (OSError, ValueError) as e:
+            parser.error(f"--service-account-key-file: {e}")
+    if args.service_account_max_token_expiration and (
+        args.service_account_max_token_expiration < 3600
+    ):
+        parser.error(
+            "--service-account-max-token-expiration: "
+            f"{args.service_account_max_token_expiration:g}s is shorter than 1 hour"
+        )
+    return AuthenticationSettings(
+        anonymous=args.anonymous_auth,
+        issuers=tuple(args.service_account_issuer) or (DEFAULT_ISSUER,),
+        signing_key=signing,
+        public_keys=tuple(public),
+        api_audiences=tuple(a.strip() for a in args.api_audiences.split(",") if a.strip()),
+        max_expiration=int(args.service_account_max_token_expiration),
+        extend_expiration=args.service_account_extend_token_expiration,
+    )
 
 
 def parse_settings(argv: Sequence[str] | None) -> tuple[ApiserverSettings, ComponentOptions]:
@@ -228,14 +366,27 @@ def _settings(
         admission = AdmissionPlugins.from_flags(
             [n for text in args.enable_admission_plugins for n in plugin_list(text)],
             [n for text in args.disable_admission_plugins for n in plugin_list(text)],
+            VersionRules.at(options.version),
         )
     except UnknownPlugins as e:
         parser.error(str(e))
+    try:
+        secure = secure_serving_from_args(args, pair_name=PAIR_NAME)
+        if not secure.enabled:
+            check_plaintext_bind(
+                args.bind_address, flag="--bind-address", allowed=args.allow_insecure_bind
+            )
+    except ServingError as e:
+        parser.error(str(e))
+    try:
+        authorization_modes = validate(parse_modes(args.authorization_mode))
+    except ModeError as e:
+        parser.error(f"--authorization-mode: {e}")
     servers = tuple(s.strip() for s in args.etcd_servers.split(",") if s.strip())
     if not servers:
         parser.error("--etcd-servers: at least one URL is required")
     return ApiserverSettings(
-        serving=ServingSettings(args.bind_address, args.port, args.rest_port),
+        serving=ServingSettings(args.bind_address, args.port, args.rest_port, secure),
         etcd=EtcdSettings(
             servers,
             args.etcd_compaction_interval,
@@ -255,6 +406,8 @@ def _settings(
         clock_start=clock_start,
         runtime_config=runtime,
         admission=admission,
+        authentication=_authentication(parser, args),
+        authorization_modes=authorization_modes,
     )
 
 

@@ -10,7 +10,10 @@ from typing import Final
 
 from apiserver.admission.default_toleration_seconds import DefaultTolerationSeconds
 from apiserver.admission.plugins import DEFAULT_PLUGINS, AdmissionPlugins
+from apiserver.authentication.service_accounts import AuthenticationSettings
+from apiserver.authorization.modes import DEFAULT_MODES
 from kemu.component.latency import CallLatency
+from kemu.component.secure_serving import SecureServing
 from kemu.machinery.runtime_config import RuntimeConfig
 
 DEFAULT_BOOKMARK_FREQUENCY: Final = 60.0  # upstream cacher's bookmarkFrequency (1 min)
@@ -26,6 +29,8 @@ class ServingSettings:
     port: int
     rest_port: int
     """The REST edge's port; 0: no REST edge."""
+    secure: SecureServing = SecureServing()
+    """TLS on both edges (kemu.component.secure_serving; not enabled: plaintext)."""
 
     @property
     def address(self) -> str:
@@ -80,3 +85,7 @@ class ApiserverSettings:
     admission: AdmissionPlugins = DEFAULT_PLUGINS
     """--enable-admission-plugins and --disable-admission-plugins over upstream's default-on
     set."""
+    authentication: AuthenticationSettings = AuthenticationSettings()
+    """--anonymous-auth, --service-account-* and --api-audiences."""
+    authorization_modes: tuple[str, ...] = DEFAULT_MODES
+    """--authorization-mode, validated (apiserver/authorization/modes.py)."""

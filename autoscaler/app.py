@@ -78,7 +78,12 @@ def main(argv: Sequence[str] | None = None, out_of_tree: Registry | None = None)
 
 async def run(settings: AutoscalerSettings, ctx: ComponentContext) -> None:
     client = component_client(
-        settings.server, COMPONENT, settings.client_connection, ctx, settings.apiserver_latency
+        settings.server,
+        COMPONENT,
+        settings.client_connection,
+        ctx,
+        settings.apiserver_latency,
+        tls=settings.tls,
     )
     cloud = CloudProviderClient(settings.cloud_provider_address)
     logger.info("the cloud's node-group API: %s", cloud.address)
@@ -108,7 +113,6 @@ class _Informers:
             types_pb2.Namespace,
             types_pb2.Service,
             types_pb2.ReplicaSet,
-            types_pb2.PriorityClass,
             *STORAGE_KINDS,
         ):
             factory.informer(kind)

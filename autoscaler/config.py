@@ -17,6 +17,7 @@ from kemu.component.client_connection import DEFAULT_BURST, DEFAULT_QPS, ClientC
 from kemu.component.latency import CallLatency
 from kemu.component.version import Version
 from kemu.component.version_rules import VersionRules
+from kemu.machinery.kubeconfig import ClientTLS
 from kemu.machinery.resources import SCHEDULER_DEFAULTS, PodResourcesOptions
 from kemu.scheduling.plugins.registry import Registry, in_tree_registry
 from kemu.scheduling.profile import Profile, default_profile
@@ -82,3 +83,6 @@ class AutoscalerSettings:
     and 10, cluster-autoscaler/config/flags)."""
     apiserver_latency: CallLatency = CallLatency()
     """--apiserver-latency and its seed: what every call of the client waits."""
+    tls: ClientTLS | None = None
+    """--kubeconfig's TLS to the apiserver: its CA and this component's client certificate
+    (None: plaintext)."""

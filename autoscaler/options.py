@@ -13,7 +13,7 @@ from autoscaler.expander import (
     LEAST_WASTE,
 )
 from autoscaler.scaledown.options import ScaleDownOptions
-from kemu.client.endpoints import add_server_flag
+from kemu.client.endpoints import add_server_flag, apiserver_connection
 from kemu.client.leaderelection import add_leader_election_flags, leader_election_config
 from kemu.component import client_connection
 from kemu.component.client_connection import DEFAULT_BURST, DEFAULT_QPS, ClientConnection
@@ -365,8 +365,10 @@ def settings_from_args(
     except ValueError as e:
         parser.error(str(e))
     scale_down = _scale_down_options(parser, args)
+    server, tls = apiserver_connection(args)
     return AutoscalerSettings(
-        server=args.server,
+        server=server,
+        tls=tls,
         apiserver_latency=apiserver_latency(args),
         cloud_provider_address=args.cloud_provider_address,
         autoscaling_options=_autoscaling_options(args, options, scale_down),

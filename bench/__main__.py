@@ -14,6 +14,12 @@ BENCHMARKS: Final[dict[str, tuple[str, str]]] = {
         "create/get/update throughput and p50/p99 through the apiserver vs raw etcd, "
         "watch delivery latency",
     ),
+    "ha": (
+        "bench.ha",
+        "one apiserver against two side by side on one etcd (alternated in one run): creates "
+        "and bindings per second from several client processes, CPU per call of each apiserver, "
+        "etcd and the clients",
+    ),
     "scheduler_perf": (
         "bench.scheduler_perf",
         "scheduler_perf-style scheduling throughput (SchedulingBasic on 500/5000 bare nodes, "
@@ -35,6 +41,11 @@ BENCHMARKS: Final[dict[str, tuple[str, str]]] = {
         "bench.preemption_cycle",
         "PreemptionBasic's failed cycles in-process: CPU time of the Filter pass and the "
         "preemption dry run per preemptor (no cluster)",
+    ),
+    "node_authorizer": (
+        "bench.node_authorizer",
+        "the Node authorizer in-process: CPU per decision and per graph update at 1000 nodes "
+        "and 10,000 pods (no cluster)",
     ),
     "kubelet": (
         "bench.kubelet",
@@ -77,10 +88,30 @@ BENCHMARKS: Final[dict[str, tuple[str, str]]] = {
         "SchedulerAsyncAPICalls on against off (kubernetes#135900): binds delayed by the "
         "status patches of failing pods at the scheduler's client limits 50/100",
     ),
+    "lists": (
+        "bench.lists",
+        "consistent lists from etcd (1.30) against the watch cache (1.37, "
+        "ConsistentListFromCache): apiserver and etcd CPU and wall time per list",
+    ),
     "streams": (
         "bench.streams",
         "the Api's unary calls one gRPC call each against frames on one Calls stream "
         "(issue #59): apiserver and client CPU per create and get, calls/s, alternated",
+    ),
+    "watch_delivery": (
+        "bench.watch_delivery",
+        "watch delivery p50/p99 with the writer on the Calls stream and on unary calls, "
+        "alternated on one cluster (issue #59): from the send and after the create's answer",
+    ),
+    "tls": (
+        "bench.tls",
+        "TLS's cost per call (issue #60): a plaintext and a TLS apiserver on one etcd, creates "
+        "and gets on gRPC and GETs on REST through each, alternated: CPU per call, calls/s",
+    ),
+    "rbac_bootstrap": (
+        "bench.rbac_bootstrap",
+        "the RBAC bootstrap policy's start cost (issue #60): apiserver launch to /readyz on a "
+        "fresh etcd, on one holding the policy, and with rbac.authorization.k8s.io/v1 off",
     ),
     "dra_allocator": (
         "bench.dra_allocator",

@@ -1,19 +1,29 @@
 """Throughput and latency of the apiserver, side by side with raw etcd in the same run.
 
     python -m bench apiserver [--quick] [--json FILE] [-n N] [--client-per-worker]
+                              [--transport stream|unary|both]
+    python -m bench apiserver --security [-n N] [--rounds R]
 
 Starts etcd and `python -m apiserver` with the test harness in a temporary directory, then:
 
 1. for 1, 16 and 64 concurrent clients: N creates of a small Pod through kemu's Client, N gets,
    N updates (a label change, carrying the resourceVersion the create returned), then the
-   scheduler's and the kubelet's calls on the same pods: N bindings, N status PATCHes (phase
+   scheduler's and the kubelet's calls on the same pods: N bindings, N Scheduled events (an Event create each), N status PATCHes (phase
    Running and a pod IP) and N deletions (grace 0); each cell with the CPU each process spent
    per op and etcd's writes and ranges per op (its mvcc counters); then the same through aetcd
    straight to the same etcd: N puts of a value the size of the stored pod under /bench/...,
-   N gets, N compare-and-swap txns on the mod revision.
+   N gets, N compare-and-swap txns on the mod revision. With `--transport both` the apiserver's
+   cells run once on each of the client's transports (kemu.client.call_stream: "apiserver" is
+   the Calls stream, the default, "apiserver-unary" one gRPC call per op), in turns that
+   alternate which goes first from one concurrency to the next.
 2. watch delivery: 10 watchers in a separate process (bench.watchers), a writer creating pods
    at a paced rate; each pod carries its send time, each watcher its receive time.
 3. RSS of etcd, the apiserver and this process at the end; CPU (cores) of each per phase.
+
+With `--security`, instead: N creates and N gets of a small Pod through a plaintext apiserver,
+one serving TLS with a client CA and one with the same TLS and `--authorization-mode RBAC`, side
+by side on one etcd in alternated rounds, each apiserver's and the client's CPU per call and
+the TLS/plaintext and RBAC/TLS ratios (bench/tls.py's measurement, which also has REST GETs).
 
 The cluster is always stopped at the end, also on Ctrl-C. See docs/benchmarks.md for the columns.
 """
@@ -42,6 +52,7 @@ import anyio
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from bench import tls
 from bench import watchers as watchers_mod
 from bench.common import (
     CpuMeter,
@@ -60,8 +71,9 @@ from bench.common import (
     summarize,
 )
 from kemu.api.v1 import types_pb2
-from kemu.client.client import Client
+from kemu.client.client import Client, Transport
 from kemu.machinery import convert
+from kemu.machinery.convert import timestamp
 from kemu.machinery.virtual_time import ClockMode
 from kemu.testing.builders import make_pod
 from kemu.testing.cluster import Cluster, add_clock_argument
@@ -79,9 +91,16 @@ WATCH_SECONDS: Final = 5.0
 QUICK_WATCH_SECONDS: Final = 2.0
 WATCH_MAX_IN_FLIGHT: Final = 256
 WARMUP: Final = 100
-SYSTEMS: Final = ("apiserver", "rest", "etcd")
+SYSTEMS: Final = ("apiserver", "apiserver-unary", "rest", "etcd")
+SYSTEM_OF: Final = {Transport.STREAM: "apiserver", Transport.UNARY: "apiserver-unary"}
+"""The apiserver cells' system, by the client's transport."""
+TRANSPORT_CHOICES: Final = {
+    "stream": (Transport.STREAM,),
+    "unary": (Transport.UNARY,),
+    "both": (Transport.UNARY, Transport.STREAM),
+}
 LABEL: Final = "bench"
-OPS: Final = ("create", "get", "update", "bind", "status", "delete")
+OPS: Final = ("create", "get", "update", "bind", "event", "status", "delete")
 BENCH_NODE: Final = "bench-node"
 """The node the bind cell binds every pod to (a binding does not need the Node to exist)."""
 ETCD_COUNTERS: Final = {
@@ -159,6 +178,7 @@ class Options:
     client_per_worker: bool
     json_path: str | None
     clock: ClockMode = ClockMode.REAL
+    transports: tuple[Transport, ...] = (Transport.STREAM,)
 
 
 # ---------------------------------------------------------------------- apiserver and etcd cells
@@ -182,7 +202,7 @@ class Cells:
     async def cell(
         self, system: str, op: str, clients: int, n: int, fn: Callable[[int], Awaitable[object]]
     ) -> RunResult:
-        counted = system == "apiserver" and bool(self.etcd_metrics)
+        counted = system in SYSTEM_OF.values() and bool(self.etcd_metrics)
         before = await etcd_counters(self.etcd_metrics) if counted else {}
         self.meter.start()
         result = await run_concurrent(n, clients, fn)
@@ -216,9 +236,10 @@ class Cells:
 
 
 async def apiserver_cells(
-    cells: Cells, clients: Sequence[Client], concurrency: int, n: int
+    cells: Cells, clients: Sequence[Client], concurrency: int, n: int, system: str = "apiserver"
 ) -> bytes:
-    """The apiserver's three cells; returns the serialized size-defining pod for etcd."""
+    """The apiserver's cells (as `system`: the clients' transport); returns the serialized
+    size-defining pod for etcd. Each cell deletes what it made, so they can run again."""
     ns = await ensure_namespace(clients[0], f"bench-c{concurrency}")
     pods = [bench_pod(f"p{i}", ns) for i in range(n)]
     created: list[types_pb2.Pod | None] = [None] * n
@@ -232,8 +253,8 @@ async def apiserver_cells(
     async def get(i: int) -> None:
         await client(i).get(types_pb2.Pod, f"p{i}", ns)
 
-    await cells.cell("apiserver", "create", concurrency, n, create)
-    await cells.cell("apiserver", "get", concurrency, n, get)
+    await cells.cell(system, "create", concurrency, n, create)
+    await cells.cell(system, "get", concurrency, n, get)
 
     updates: list[types_pb2.Pod | None] = []
     for pod in created:
@@ -251,13 +272,39 @@ async def apiserver_cells(
             raise RuntimeError(f"p{i} was not created")
         await client(i).update(pod)
 
-    await cells.cell("apiserver", "update", concurrency, n, update)
+    await cells.cell(system, "update", concurrency, n, update)
 
     # The scheduler's and the kubelet's calls on the same pods: the binding, the status
     # PATCH a kubelet makes when the pod runs, and the deletion (grace 0, as the bench's
     # workloads delete).
     async def bind(i: int) -> None:
         await client(i).bind(ns, f"p{i}", BENCH_NODE)
+
+    # The scheduler's Scheduled event of each binding, as kemu.client.events writes it (a
+    # create of a core/v1 Event; names unique to the run, since a cell may run again).
+    run = time.time_ns()
+
+    def scheduled(i: int) -> types_pb2.Event:
+        ev = types_pb2.Event(
+            metadata=types_pb2.ObjectMeta(name=f"p{i}.{run + i:x}", namespace=ns),
+            involved_object=types_pb2.ObjectReference(
+                kind="Pod", namespace=ns, name=f"p{i}", api_version="v1"
+            ),
+            reason="Scheduled",
+            message=f"Successfully assigned {ns}/p{i} to {BENCH_NODE}",
+            type="Normal",
+            count=1,
+            action="Binding",
+            reporting_component="default-scheduler",
+            reporting_instance="default-scheduler-bench",
+            source=types_pb2.EventSource(component="default-scheduler"),
+        )
+        ev.first_timestamp.CopyFrom(timestamp(run / 1e9))
+        ev.last_timestamp.CopyFrom(timestamp(run / 1e9))
+        return ev
+
+    async def event(i: int) -> None:
+        await client(i).create(scheduled(i))
 
     async def status(i: int) -> None:
         await client(i).patch(
@@ -276,9 +323,10 @@ async def apiserver_cells(
     async def delete(i: int) -> None:
         await client(i).delete(types_pb2.Pod, f"p{i}", ns, grace_period_seconds=0)
 
-    await cells.cell("apiserver", "bind", concurrency, n, bind)
-    await cells.cell("apiserver", "status", concurrency, n, status)
-    await cells.cell("apiserver", "delete", concurrency, n, delete)
+    await cells.cell(system, "bind", concurrency, n, bind)
+    await cells.cell(system, "event", concurrency, n, event)
+    await cells.cell(system, "status", concurrency, n, status)
+    await cells.cell(system, "delete", concurrency, n, delete)
     sample = next((p for p in created if p is not None), pods[0])
     return sample.SerializeToString()
 
@@ -365,9 +413,12 @@ async def etcd_cells(
     await cells.cell("etcd", "update", concurrency, n, cas)
 
 
-async def warm_up(clients: Sequence[Client], etcd: aetcd.Client, n: int) -> None:
-    """Open every channel and warm both servers' code paths (not measured)."""
-    ns = await ensure_namespace(clients[0], "bench-warmup")
+async def warm_up(
+    clients: Sequence[Client], etcd: aetcd.Client, n: int, ns: str = "bench-warmup"
+) -> None:
+    """Open every channel and warm both servers' code paths (not measured), in namespace
+    `ns`."""
+    ns = await ensure_namespace(clients[0], ns)
 
     async def op(i: int) -> None:
         c = clients[i % len(clients)]
@@ -392,9 +443,15 @@ async def _read_line(stream: BufferedByteReceiveStream) -> str:
 
 
 async def watch_delivery(
-    client: Client, server: str, pids: dict[str, int | None], opts: Options, tmp: Path
+    client: Client,
+    server: str,
+    pids: dict[str, int | None],
+    opts: Options,
+    tmp: Path,
+    namespace: str = "bench-watch",
 ) -> WatchReport:
-    ns = await ensure_namespace(client, "bench-watch")
+    """The watch phase with `client` writing into `namespace` (one namespace a phase)."""
+    ns = await ensure_namespace(client, namespace)
     n = max(1, int(opts.watch_rate * opts.watch_seconds))
     out = tmp / "watchers.json"
     argv = [
@@ -551,37 +608,52 @@ async def run(cluster: Cluster, opts: Options, tmp: Path) -> Report:
     cells = Cells(report, meter, etcd_metrics=f"{cluster.etcd.url}/metrics")
     etcd_addr = urlsplit(cluster.etcd.url)
     etcd = aetcd.Client(host=etcd_addr.hostname or "127.0.0.1", port=etcd_addr.port or 2379)
-    pool: dict[int, list[Client]] = {}
-    shared = Client(cluster.server, user_agent="bench")
+    pool: dict[tuple[Transport, int], list[Client]] = {}
+    # (distinct user agents make distinct channel arguments: a connection per transport)
+    shared = {
+        t: Client(cluster.server, user_agent=f"bench-{t.value}", transport=t)
+        for t in opts.transports
+    }
     try:
         await etcd.connect()
-        await shared.wait_ready(timeout=30)
-        for c in CONCURRENCY:
-            if opts.client_per_worker:
-                # Distinct user agents make distinct channel arguments, so each Client gets
-                # its own HTTP/2 connection instead of sharing gRPC's global subchannel.
-                pool[c] = [Client(cluster.server, user_agent=f"bench-{c}-{k}") for k in range(c)]
-            else:
-                pool[c] = [shared]
-        await warm_up(pool[max(CONCURRENCY)], etcd, min(WARMUP, opts.n))
-        for c in CONCURRENCY:
+        for t, client in shared.items():
+            await client.wait_ready(timeout=30)
+            for c in CONCURRENCY:
+                if opts.client_per_worker:
+                    # Distinct user agents make distinct channel arguments, so each Client gets
+                    # its own HTTP/2 connection instead of sharing gRPC's global subchannel.
+                    pool[t, c] = [
+                        Client(cluster.server, user_agent=f"bench-{t.value}-{c}-{k}", transport=t)
+                        for k in range(c)
+                    ]
+                else:
+                    pool[t, c] = [client]
+            await warm_up(
+                pool[t, max(CONCURRENCY)], etcd, min(WARMUP, opts.n), f"bench-warmup-{t.value}"
+            )
+        for i, c in enumerate(CONCURRENCY):
             logger.info("concurrency %d", c)
-            value = await apiserver_cells(cells, pool[c], c, opts.n)
+            # (the transports take turns going first)
+            turns = opts.transports if i % 2 == 0 else opts.transports[::-1]
+            for t in turns:
+                value = await apiserver_cells(cells, pool[t, c], c, opts.n, SYSTEM_OF[t])
             report.value_bytes = len(value)
             await etcd_cells(cells, etcd, c, opts.n, value)
             if c == REST_CONCURRENCY:
                 await rest_create_cell(cells, cluster.rest_url, opts.n)
         logger.info("watch delivery")
-        report.watch = await watch_delivery(shared, cluster.server, pids, opts, tmp)
+        watch_client = shared[opts.transports[-1]]
+        report.watch = await watch_delivery(watch_client, cluster.server, pids, opts, tmp)
         report.rss_kib = {name: rss_kib(pid) for name, pid in pids.items() if pid is not None}
         report.host["loadavg_end"] = list(os.getloadavg())
     finally:
         with anyio.CancelScope(shield=True):
             for clients in pool.values():
                 for cl in clients:
-                    if cl is not shared:
+                    if cl not in shared.values():
                         await cl.close()
-            await shared.close()
+            for client in shared.values():
+                await client.close()
             await etcd.close()
     add_ratios(report.rows)
     return report
@@ -590,7 +662,7 @@ async def run(cluster: Cluster, opts: Options, tmp: Path) -> Report:
 def add_ratios(rows: list[Row]) -> None:
     etcd = {(r.op, r.clients): r.ops_per_s for r in rows if r.system == "etcd"}
     for r in rows:
-        if r.system in ("apiserver", "rest"):
+        if r.system != "etcd":
             r.vs_etcd = ratio(r.ops_per_s, etcd.get((r.op, r.clients), math.nan))
 
 
@@ -725,11 +797,50 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="one Client (own connection) per concurrent worker instead of one shared Client",
     )
+    parser.add_argument(
+        "--transport",
+        choices=sorted(TRANSPORT_CHOICES),
+        default="stream",
+        help="the client's transport for the apiserver cells: the Calls stream (default, "
+        "kemu's), one gRPC call per op (unary), or both side by side",
+    )
+    parser.add_argument(
+        "--security",
+        action="store_true",
+        help="instead of the cells: creates and gets through a plaintext, a TLS and a TLS+RBAC "
+        "apiserver on one etcd, side by side in alternated rounds (bench/tls.py): the "
+        "apiserver's and the client's CPU per call",
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=2, help="with --security: rounds of n calls per kind"
+    )
     parser.add_argument("--watch-rate", type=float, default=WATCH_RATE, help="writes/s")
     parser.add_argument("--watch-seconds", type=float, default=None, help="watch phase length")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress")
     add_clock_argument(parser)
     return parser
+
+
+SECURITY_KINDS: Final = ("create", "get")
+SECURITY_IN_FLIGHT: Final = 16
+
+
+def security(n: int, rounds: int) -> int:
+    """`--security`: TLS's and RBAC's cost per create and get, as `python -m bench tls`
+    measures it (its apiservers, policy and rounds: bench/tls.py)."""
+    opts = argparse.Namespace(
+        calls=n, rounds=rounds, in_flight=SECURITY_IN_FLIGHT, kinds=SECURITY_KINDS
+    )
+    print(
+        f"apiserver security: {n} calls per kind and round, {rounds} rounds, "
+        f"{SECURITY_IN_FLIGHT} in flight, load average at start {_load(list(os.getloadavg()))}",
+        flush=True,
+    )
+    measured = tls.measure(opts)
+    print()
+    print("\n".join(tls.summary(measured, SECURITY_KINDS)))
+    print(f"load average at the end {_load(list(os.getloadavg()))}")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -749,11 +860,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         watch_rate=args.watch_rate,
         client_per_worker=args.client_per_worker,
         json_path=args.json,
+        transports=TRANSPORT_CHOICES[args.transport],
     )
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if args.security:
+        return security(n, args.rounds)
     try:
         with (
             tempfile.TemporaryDirectory(prefix="kemu-bench-") as tmp,

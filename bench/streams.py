@@ -10,7 +10,6 @@ client's), and calls/s.
 from __future__ import annotations
 
 import argparse
-import os
 import tempfile
 import time
 from collections.abc import Sequence
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import anyio
 
+from bench.common import cpu_seconds
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client, Transport
 from kemu.testing import Cluster, make_pod
@@ -28,10 +28,9 @@ _VERBS = ("create", "get")
 
 
 def _cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of process `pid` (/proc/PID/stat fields 14 and 15)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    seconds = cpu_seconds(pid)
+    assert seconds is not None, f"process {pid} is gone"
+    return seconds
 
 
 @dataclass(frozen=True)

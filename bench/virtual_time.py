@@ -1,7 +1,8 @@
 """Virtual time against wall time (issue #30): how fast a cluster on the event-driven virtual
 clock (`--clock virtual`, `kemuctl clock advance`) gets through upstream's timers.
 
-    python -m bench virtual_time [--nodes K] [--hours H] [--only idle|autoscaler] [--json FILE]
+    python -m bench virtual_time [--nodes K] [--hours H] [--only idle|autoscaler]
+        [--lease-batch on|off|both] [--json FILE]
 
 Each phase runs on a fresh cluster in virtual time, in a temporary directory (stopped at the
 end, also on Ctrl-C):
@@ -11,7 +12,12 @@ end, also on Ctrl-C):
    started while the clock holds (one phase for their timers; a hollow kubelet renews in phases
    of 100 nodes), then advanced H virtual hours (`AdvanceClock`). Rows:
    virtual seconds, wall seconds, their ratio, the jumps the clock made (segment generations),
-   and the nodes still Ready at the end (all: no heartbeat was late).
+   and the nodes still Ready at the end (all: no heartbeat was late); the CPU each process
+   used during the advance, in ms per Lease renewal (nodes x virtual s / the 10 s renew
+   interval; the node status checks and the node monitor's reads ride along). With
+   `--lease-batch both` the phase runs twice, alternated on fresh clusters: the hollow
+   kubelet with `--node-lease-batch=false` (one Update per renewal) and with its default
+   (the renewals due at one instant in one UpdateBatch: kubelet/lease_batch.py).
 2. autoscaler: etcd, the apiserver, the controller-manager, the scheduler, the cloud (group
    pool-a, 3 nodes of 2 cpu at most, provisioning delay 0) and the cluster autoscaler at
    upstream's default timers (10 s scan interval, 10 min unneeded time and delay after add).
@@ -38,8 +44,8 @@ from typing import Final
 
 import anyio
 
-from bench.common import bench_main, fmt, format_table
-from bench.kubelet import is_ready, start_hollow_kubelet
+from bench.common import CpuMeter, bench_main, fmt, format_table
+from bench.kubelet import KUBELET, is_ready, start_hollow_kubelet
 from cloud.config import NODE_GROUP_LABEL
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
@@ -50,6 +56,7 @@ from kemu.testing.cluster import Cluster
 from kemu.testing.cluster_time import START_SECONDS
 from kemu.testing.eventually import eventually
 from kemu.testing.processes import ProcessStartError
+from kubelet.settings import DEFAULT_LEASE_RENEW_INTERVAL
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +76,12 @@ class Options:
     nodes: int = 100
     hours: float = 1.0
     only: str = ""
+    lease_batch: str = "on"
     json: str | None = None
+
+    @property
+    def batch_variants(self) -> tuple[bool, ...]:
+        return {"on": (True,), "off": (False,), "both": (False, True)}[self.lease_batch]
 
 
 @dataclass
@@ -83,10 +95,22 @@ class Span:
 
 
 @dataclass
+class Idle:
+    batch: bool
+    span: Span
+    jumps: int = 0
+    ready: int = 0
+    cpu_seconds: dict[str, float] = field(default_factory=dict)
+    renewals: int = 0
+
+    def ms_per_renewal(self, process: str) -> float:
+        cpu = self.cpu_seconds.get(process, math.nan)
+        return 1000 * cpu / self.renewals if self.renewals else math.nan
+
+
+@dataclass
 class Result:
-    idle: Span | None = None
-    idle_jumps: int = 0
-    idle_ready: int = 0
+    idle: list[Idle] = field(default_factory=list)
     scale_up: Span | None = None
     scale_down: Span | None = None
     errors: list[str] = field(default_factory=list)
@@ -103,20 +127,30 @@ class _Measure:
         return Span(virtual - self._virtual, time.monotonic() - self._wall)
 
 
-async def idle_phase(cluster: Cluster, opts: Options, r: Result) -> None:
+IDLE_PROCESSES: Final = ("apiserver", "etcd", KUBELET, "controllermanager", "scheduler")
+
+
+async def idle_phase(cluster: Cluster, opts: Options, batch: bool, r: Result) -> None:
     async with Client(cluster.server) as client:
         # (the clock holds: the nodes start in the components' phase)
-        await start_hollow_kubelet(cluster, client, opts.nodes, "hollow")
+        args = [f"--node-lease-batch={str(batch).lower()}"]
+        await start_hollow_kubelet(cluster, client, opts.nodes, "hollow", args)
         held = await client.set_clock_rate(0)
         start = _Measure(held.segment.base_virtual)
         generation = held.segment.generation
-        logger.info("advancing %g virtual hours", opts.hours)
+        meter = CpuMeter({name: cluster.processes[name].pid for name in IDLE_PROCESSES})
+        meter.start()
+        logger.info("advancing %g virtual hours (lease batch %s)", opts.hours, batch)
         with anyio.fail_after(PHASE_TIMEOUT):
             done = await client.advance_clock(opts.hours * 3600)
-        r.idle = start.span(done.now)
-        r.idle_jumps = done.segment.generation - generation
+        cores = meter.stop()
+        idle = Idle(batch, start.span(done.now))
+        idle.cpu_seconds = {name: c * meter.wall for name, c in cores.items()}
+        idle.renewals = round(opts.nodes * idle.span.virtual / DEFAULT_LEASE_RENEW_INTERVAL)
+        idle.jumps = done.segment.generation - generation
         nodes = (await client.list_all(types_pb2.Node)).items
-        r.idle_ready = sum(1 for n in nodes if is_ready(n))
+        idle.ready = sum(1 for n in nodes if is_ready(n))
+        r.idle.append(idle)
 
 
 async def autoscaler_phase(cluster: Cluster, r: Result) -> None:
@@ -185,8 +219,9 @@ def _virtual_cluster(phase: str, r: Result) -> Iterator[Cluster]:
 def run(opts: Options) -> Result:
     r = Result()
     if opts.only in ("", "idle"):
-        with _virtual_cluster("idle", r) as cluster:
-            anyio.run(idle_phase, cluster, opts, r)
+        for batch in opts.batch_variants:
+            with _virtual_cluster("idle", r) as cluster:
+                anyio.run(idle_phase, cluster, opts, batch, r)
     if opts.only in ("", "autoscaler"):
         with _virtual_cluster("autoscaler", r) as cluster:
             cluster.start_cloud(AUTOSCALER_CLOUD, provision_delay="0s")
@@ -199,14 +234,17 @@ def run(opts: Options) -> Result:
 
 def render(opts: Options, r: Result) -> str:
     rows = []
-    if r.idle is not None:
+    for idle in r.idle:
+        cpu = ", ".join(f"{name} {fmt(idle.ms_per_renewal(name), 3)}" for name in IDLE_PROCESSES)
         rows.append(
             [
-                f"idle, {opts.nodes} hollow nodes, advance {opts.hours:g} h",
-                fmt(r.idle.virtual, 0),
-                fmt(r.idle.wall),
-                fmt(r.idle.ratio, 0),
-                f"{r.idle_jumps} jumps; {r.idle_ready}/{opts.nodes} nodes Ready after",
+                f"idle, {opts.nodes} hollow nodes, advance {opts.hours:g} h, "
+                f"lease batch {'on' if idle.batch else 'off'}",
+                fmt(idle.span.virtual, 0),
+                fmt(idle.span.wall),
+                fmt(idle.span.ratio, 1),
+                f"{idle.jumps} jumps; {idle.ready}/{opts.nodes} nodes Ready after; "
+                f"CPU ms per renewal ({idle.renewals}): {cpu}",
             ]
         )
     for label, span in (
@@ -226,7 +264,13 @@ def options_from_args(args: argparse.Namespace) -> Options:
         raise ValueError(f"--nodes: {args.nodes} must be >= 1")
     if not args.hours > 0:
         raise ValueError(f"--hours: {args.hours} must be > 0")
-    return Options(nodes=args.nodes, hours=args.hours, only=args.only, json=args.json)
+    return Options(
+        nodes=args.nodes,
+        hours=args.hours,
+        only=args.only,
+        lease_batch=args.lease_batch,
+        json=args.json,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -234,6 +278,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--nodes", type=int, default=100)
     parser.add_argument("--hours", type=float, default=1.0)
     parser.add_argument("--only", choices=["", "idle", "autoscaler"], default="")
+    parser.add_argument("--lease-batch", choices=["on", "off", "both"], default="on")
     parser.add_argument("--json", default=None)
     parser.add_argument("-v", "--verbose", action="store_true")
     return bench_main(

@@ -65,6 +65,7 @@ async def run(settings: CloudSettings, ctx: ComponentContext) -> None:
         settings.server,
         user_agent=COMPONENT,
         latency=settings.apiserver_latency.on(ctx.clock),
+        tls=settings.tls,
     )
     try:
         await serve(client, settings, ctx)
@@ -80,6 +81,8 @@ def _new_cloud(
     says."""
     launch = KubeletLaunch(
         server=settings.server,
+        server_order=settings.server_order,
+        kubeconfig=settings.kubeconfig,
         instances_dir=settings.state_dir / "instances",
         log_dir=settings.state_dir / "logs",
         clock_mode=ctx.options.clock,

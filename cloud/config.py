@@ -63,6 +63,7 @@ _TAINT_EFFECTS: Final = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 # The kubelet flags the cloud sets itself for every instance.
 _RESERVED_KUBELET_FLAGS: Final = (
     "--server",
+    "--server-order",
     "--node-name",
     "--nodes",
     "--node-name-prefix",

@@ -34,6 +34,7 @@ import anyio
 import yaml
 
 from cloud.config import NODE_GROUP_LABEL, NodeGroupConfig
+from kemu.client.endpoints import ServerOrder
 from kemu.component.latency import CallLatency
 from kemu.machinery.node_control import add_line, is_removed, remove_line
 from kemu.machinery.virtual_time import ClockMode
@@ -51,6 +52,10 @@ class KubeletLaunch:
     instances_dir: Path
     """The instances' root directories live under it (a node group's kubelet: the group's)."""
     log_dir: Path
+    kubeconfig: str = ""
+    """The cloud's own --kubeconfig, its kubelets' too ("": plaintext, as the cloud's)."""
+    server_order: ServerOrder = ServerOrder.LISTED
+    """The cloud's own --server-order, its kubelets' too."""
     clock_mode: ClockMode = ClockMode.REAL
     apiserver_latency: CallLatency = CallLatency()
     """The cloud's own --apiserver-latency: its kubelets' calls wait the same (each kubelet's
@@ -69,12 +74,15 @@ class KubeletLaunch:
         argv = [
             sys.executable, "-m", "kubelet",
             "--server", self.server,
+            "--server-order", self.server_order.value,
             *identity,
             "--capacity", ",".join(f"{k}={v}" for k, v in template.capacity.items()),
             "--node-labels", ",".join(f"{k}={v}" for k, v in labels.items()),
             "--root-dir", str(root_dir),
             "--metrics-port", "0",
         ]  # fmt: skip
+        if self.kubeconfig:
+            argv += ["--kubeconfig", self.kubeconfig]
         if taints:
             argv += ["--register-with-taints", taints]
         if self.clock_mode is not ClockMode.REAL:

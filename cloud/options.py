@@ -11,9 +11,14 @@ from pathlib import Path
 from typing import Final
 
 from cloud.config import CloudConfig, ConfigError, load_config
-from kemu.client.endpoints import add_server_flag
+from kemu.client.endpoints import ServerOrder, add_server_flag, apiserver_connection
 from kemu.component.latency import CallLatency, apiserver_latency
 from kemu.component.options import duration_flag, new_parser
+from kemu.component.secure_serving import (
+    ServingError,
+    check_plaintext_bind,
+)
+from kemu.machinery.kubeconfig import ClientTLS
 
 COMPONENT: Final = "cloud"
 DEFAULT_PORT: Final = 8086
@@ -75,6 +80,14 @@ class CloudSettings:
     kubelet_processes: KubeletProcessMode = KubeletProcessMode.INSTANCE
     apiserver_latency: CallLatency = CallLatency()
     """--apiserver-latency and its seed: what every call of the client waits."""
+    tls: ClientTLS | None = None
+    server_order: ServerOrder = ServerOrder.LISTED
+    """--server-order, passed on to the kubelets it starts: each orders the list itself (as
+    each process behind an L4 balancer gets a connection of its own)."""
+    kubeconfig: str = ""
+    """--kubeconfig's path, passed on to the kubelets it starts ("": none)."""
+    """--kubeconfig's TLS to the apiserver: its CA and this component's client certificate
+    (None: plaintext)."""
 
 
 def settings_from_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> CloudSettings:
@@ -85,8 +98,18 @@ def settings_from_args(parser: argparse.ArgumentParser, args: argparse.Namespace
         config = load_config(Path(args.config))
     except ConfigError as e:
         parser.error(f"--config: {e}")
+    try:  # the node-group API serves no TLS yet (issue #60 item 4)
+        check_plaintext_bind(
+            args.bind_address, flag="--bind-address", allowed=args.allow_insecure_bind, tls=False
+        )
+    except ServingError as e:
+        parser.error(str(e))
+    server, tls = apiserver_connection(args)
     return CloudSettings(
-        server=args.server,
+        server=server,
+        tls=tls,
+        server_order=args.server_order,
+        kubeconfig=str(Path(args.kubeconfig.path).resolve()) if args.kubeconfig else "",
         apiserver_latency=apiserver_latency(args),
         config=config,
         state_dir=Path(args.state_dir),

@@ -29,6 +29,8 @@ import anyio
 from anyio.abc import TaskStatus
 
 from controllermanager import (  # kinds-b (issue #57)
+    clientbuilder,
+    clusterrole_aggregation,
     cronjob,
     disruption,
     endpoints,
@@ -47,7 +49,11 @@ from controllermanager import (  # kinds-b (issue #57)
     stateful_set,
     taint_eviction,
 )
-from controllermanager.config import ControllerConfigurations, ControllerManagerSettings
+from controllermanager.config import (
+    ControllerConfigurations,
+    ControllerManagerSettings,
+    Credentials,
+)
 from controllermanager.controller import Controller, ControllerContext, ControllerInit
 from controllermanager.daemon import daemon_controller
 from controllermanager.deployment import deployment_controller
@@ -111,6 +117,7 @@ CONTROLLERS: Final[dict[str, ControllerInit]] = {
     horizontal.NAME: horizontal.new_controller,
     serviceaccounts.NAME: serviceaccounts.new_controller,
     root_ca_publisher.NAME: root_ca_publisher.new_controller,
+    clusterrole_aggregation.NAME: clusterrole_aggregation.new_controller,  # issue #60 item 3
 }
 """Every controller by name, as upstream's NewControllerDescriptors: add new ones here."""
 
@@ -220,8 +227,10 @@ class ControllerManager:
         client: ApiClient,
         ctx: ComponentContext,
         controllers: Mapping[str, ControllerInit],
+        credentials: Credentials = Credentials.PROCESS,
     ) -> None:
         self.client = client
+        self.clients = clientbuilder.builder(credentials, client, ctx.clock)
         self.component = ctx
         self.controllers = dict(controllers)
         self.informers: InformerFactory | None = None
@@ -241,8 +250,9 @@ class ControllerManager:
         """Builds every controller, starts the informers, and once they are synced runs the
         controllers until cancelled (task_status reports the sync)."""
         ctx = self.component
-        # Upstream's controllers each get a clientset of their own from one rest.Config
-        # (SimpleControllerClientBuilder: a rate limiter each), the shared informers another.
+        # Upstream's controllers each get a clientset of their own (a rate limiter each; as
+        # their ServiceAccounts with --use-service-account-credentials: clientbuilder.py),
+        # the shared informers another of the process's own.
         informers = InformerFactory(sibling_of(self.client), clock=ctx.clock)
         cctx = ControllerContext(
             client=self.client,
@@ -253,8 +263,8 @@ class ControllerManager:
         )
         controllers = place_taint_eviction(drop_unavailable(self.controllers, ctx.gates), ctx.gates)
         built = [
-            init(dataclasses.replace(cctx, client=sibling_of(self.client)))
-            for init in controllers.values()
+            init(dataclasses.replace(cctx, client=self.clients.client(name)))
+            for name, init in controllers.items()
         ]
         self.informers = informers
         async with anyio.create_task_group() as tg:
@@ -268,10 +278,21 @@ class ControllerManager:
 
 async def run(settings: ControllerManagerSettings, ctx: ComponentContext) -> None:
     client = component_client(
-        settings.server, COMPONENT, settings.client_connection, ctx, settings.apiserver_latency
+        settings.server,
+        COMPONENT,
+        settings.client_connection,
+        ctx,
+        settings.apiserver_latency,
+        tls=settings.tls,
     )
     try:
-        await run_with_client(client, controller_inits(settings), settings.election, ctx)
+        await run_with_client(
+            client,
+            controller_inits(settings),
+            settings.election,
+            ctx,
+            credentials=settings.credentials,
+        )
     finally:
         with cleanup_scope():
             await client.close()
@@ -284,9 +305,10 @@ async def run_with_client(
     ctx: ComponentContext,
     *,
     identity: str | None = None,
+    credentials: Credentials = Credentials.PROCESS,
 ) -> None:
     """The body of the component over any ApiClient (tests pass a FakeClient)."""
-    manager = ControllerManager(client, ctx, controllers)
+    manager = ControllerManager(client, ctx, controllers, credentials)
     ctx.add_readiness_check("controllers", manager.ready)
     comparer = CacheComparer.wired(ctx, COMPONENT, lambda: informer_sources(manager.informers))
     serve_informers(ctx, lambda: manager.informers)

@@ -10,6 +10,7 @@ flags that set them in controllermanager.options.
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -19,6 +20,7 @@ from kemu.component.client_connection import ClientConnection
 from kemu.component.latency import CallLatency
 from kemu.component.version import Version
 from kemu.component.version_rules import VersionRules
+from kemu.machinery.kubeconfig import ClientTLS
 
 DEFAULT_CLIENT_CONNECTION: Final = ClientConnection(20.0, 30)
 """--kube-api-qps and --kube-api-burst's defaults (cmd/kube-controller-manager/app/options:
@@ -37,6 +39,14 @@ def default_grace_period(version: Version) -> float:
     if VersionRules.at(version).node_monitor_grace_period_50s:
         return DEFAULT_NODE_MONITOR_GRACE_PERIOD
     return LEGACY_NODE_MONITOR_GRACE_PERIOD
+
+
+class Credentials(enum.Enum):
+    """Whom the controllers act as (controllermanager/clientbuilder.py)."""
+
+    PROCESS = "process"
+    SERVICE_ACCOUNTS = "service-accounts"
+    """--use-service-account-credentials"""
 
 
 @dataclass(frozen=True)
@@ -184,3 +194,8 @@ class ControllerManagerSettings:
     """--kube-api-qps and --kube-api-burst."""
     apiserver_latency: CallLatency = CallLatency()
     """--apiserver-latency and its seed: what every call of the client waits."""
+    tls: ClientTLS | None = None
+    """--kubeconfig's TLS to the apiserver: its CA and this component's client certificate
+    (None: plaintext)."""
+    credentials: Credentials = Credentials.PROCESS
+    """--use-service-account-credentials: each controller as its ServiceAccount."""

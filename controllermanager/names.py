@@ -34,6 +34,7 @@ ENDPOINT_SLICE: Final = "endpointslice"
 HORIZONTAL_POD_AUTOSCALING: Final = "horizontalpodautoscaling"
 SERVICE_ACCOUNT: Final = "serviceaccount"
 ROOT_CA_CERT_PUBLISHER: Final = "root-ca-cert-publisher"
+CLUSTER_ROLE_AGGREGATION: Final = "clusterrole-aggregation"  # issue #60 item 3
 
 CONTROLLER_NAMES: Final = (
     DISRUPTION,
@@ -63,5 +64,43 @@ CONTROLLER_NAMES: Final = (
     HORIZONTAL_POD_AUTOSCALING,
     SERVICE_ACCOUNT,
     ROOT_CA_CERT_PUBLISHER,
+    CLUSTER_ROLE_AGGREGATION,
 )
 """Every controller, in the order they start (as CONTROLLERS)."""
+
+
+SERVICE_ACCOUNTS: Final[dict[str, str]] = {
+    DISRUPTION: "disruption-controller",
+    GARBAGE_COLLECTOR: "generic-garbage-collector",
+    NAMESPACE: "namespace-controller",
+    NODE_LIFECYCLE: "node-controller",
+    NODE_IPAM: "node-controller",
+    POD_GC: "pod-garbage-collector",
+    REPLICA_SET: "replicaset-controller",
+    DEPLOYMENT: "deployment-controller",
+    JOB: "job-controller",
+    DAEMON_SET: "daemon-set-controller",
+    STATEFUL_SET: "statefulset-controller",
+    CRON_JOB: "cronjob-controller",
+    # "taint-manager uses existing cluster role from node-controller" (core.go
+    # startTaintEvictionController)
+    TAINT_EVICTION: "node-controller",
+    PV_BINDER: "persistent-volume-binder",
+    SIMULATED_PROVISIONER: "simulated-csi-provisioner",
+    PVC_PROTECTION: "pvc-protection-controller",
+    PV_PROTECTION: "pv-protection-controller",
+    POD_GROUP_PROTECTION: "podgroup-protection-controller",
+    RESOURCE_CLAIM: "resource-claim-controller",
+    RESOURCE_QUOTA: "resourcequota-controller",
+    REPLICATION_CONTROLLER: "replication-controller",
+    ENDPOINT: "endpoint-controller",
+    ENDPOINT_SLICE: "endpointslice-controller",
+    HORIZONTAL_POD_AUTOSCALING: "horizontal-pod-autoscaler",
+    SERVICE_ACCOUNT: "service-account-controller",
+    ROOT_CA_CERT_PUBLISHER: "root-ca-cert-publisher",
+    CLUSTER_ROLE_AGGREGATION: "clusterrole-aggregation-controller",
+}
+"""Each controller's client name (upstream's `ClientBuilder.ClientOrDie(<name>)` in
+cmd/kube-controller-manager/app): with --use-service-account-credentials, the kube-system
+ServiceAccount it acts as, bound to system:controller:<name> by the bootstrap policy
+(apiserver/authorization/bootstrap_policy.py controller_policy)."""

@@ -31,6 +31,7 @@ from controllermanager.config import (
     QPS_FLAG,
     ControllerConfigurations,
     ControllerManagerSettings,
+    Credentials,
     GarbageCollectorOptions,
     HPAControllerOptions,
     NodeIpamOptions,
@@ -39,7 +40,7 @@ from controllermanager.config import (
     PVBinderOptions,
     SimulatedProvisionerOptions,
 )
-from kemu.client.endpoints import add_server_flag
+from kemu.client.endpoints import add_server_flag, apiserver_connection
 from kemu.client.leaderelection import add_leader_election_flags, leader_election_config
 from kemu.component import client_connection
 from kemu.component.latency import apiserver_latency
@@ -89,6 +90,13 @@ def build_parser() -> argparse.ArgumentParser:
     client_connection.add_flags(
         parser, qps_flag=QPS_FLAG, burst_flag=BURST_FLAG, default=DEFAULT_CLIENT_CONNECTION
     )
+    parser.add_argument(
+        "--use-service-account-credentials",
+        action="store_true",
+        help="each controller acts as its own ServiceAccount in kube-system (a token "
+        "requested by this process's user), so that RBAC gives it its system:controller: "
+        "role only (upstream's flag; default: every controller as this process's user)",
+    )
     add_leader_election_flags(parser, lease_name=LEASE_NAME)
     add_node_lifecycle_flags(parser)
     add_pod_gc_flags(parser)
@@ -117,13 +125,18 @@ def settings_from_args(
         connection = client_connection.from_args(args, qps_flag=QPS_FLAG, burst_flag=BURST_FLAG)
     except ValueError as e:
         parser.error(str(e))
+    server, tls = apiserver_connection(args)
     return ControllerManagerSettings(
-        server=args.server,
+        server=server,
+        tls=tls,
         apiserver_latency=apiserver_latency(args),
         controllers=tuple(controllers),
         configurations=configurations,
         election=election,
         client_connection=connection,
+        credentials=Credentials.SERVICE_ACCOUNTS
+        if args.use_service_account_credentials
+        else Credentials.PROCESS,
     )
 
 

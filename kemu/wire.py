@@ -28,12 +28,15 @@ from kemu.machinery.errors import (
     BadRequest,
     Cause,
     InternalError,
+    Subject,
     TooManyRequests,
     error_for_reason,
 )
 
 REASON_KEY: Final = "kemu-reason"
 CAUSES_KEY: Final = "kemu-causes"
+SUBJECT_KEY: Final = "kemu-details"
+"""The Status's details (name, group, kind) as JSON, when the error names its object."""
 # Seconds the client should wait before trying again: the REST edge's Retry-After header.
 RETRY_AFTER_KEY: Final = "retry-after"
 UNPROCESSED_KEY: Final = "kemu-unprocessed"
@@ -66,6 +69,7 @@ STATUS_CODES: Final[dict[str, grpc.StatusCode]] = {
     "Fenced": grpc.StatusCode.ABORTED,
     "Invalid": grpc.StatusCode.INVALID_ARGUMENT,
     "BadRequest": grpc.StatusCode.INVALID_ARGUMENT,
+    "Unauthorized": grpc.StatusCode.UNAUTHENTICATED,
     "Forbidden": grpc.StatusCode.PERMISSION_DENIED,
     "Gone": grpc.StatusCode.OUT_OF_RANGE,
     "Expired": grpc.StatusCode.OUT_OF_RANGE,
@@ -83,6 +87,7 @@ _REASON_BY_CODE: Final[dict[grpc.StatusCode, str]] = {
     grpc.StatusCode.INVALID_ARGUMENT: "BadRequest",
     grpc.StatusCode.RESOURCE_EXHAUSTED: "TooManyRequests",
     grpc.StatusCode.CANCELLED: "ServiceUnavailable",
+    grpc.StatusCode.UNAUTHENTICATED: "Unauthorized",
 }
 
 
@@ -95,6 +100,10 @@ def status_of(err: ApiError) -> tuple[grpc.StatusCode, str, tuple[tuple[str, str
         md.append((CAUSES_KEY, _causes_json(err.causes)))
     if isinstance(err, TooManyRequests) and err.retry_after_seconds > 0:
         md.append((RETRY_AFTER_KEY, str(err.retry_after_seconds)))
+    if err.subject is not None:
+        subject = err.subject
+        details = {"name": subject.name, "group": subject.group, "kind": subject.kind}
+        md.append((SUBJECT_KEY, bounded(json.dumps(details), MAX_CAUSES_CHARS)))
     return code, bounded(err.message, MAX_DETAILS_BYTES), tuple(md)
 
 
@@ -209,7 +218,15 @@ def error_from_status(
             causes = [Cause(str(c["field"]), str(c["message"])) for c in json.loads(raw)]
         except (ValueError, KeyError, TypeError):
             causes = []
-    return error_for_reason(reason, message, causes, _seconds(md.get(RETRY_AFTER_KEY)))
+    err = error_for_reason(reason, message, causes, _seconds(md.get(RETRY_AFTER_KEY)))
+    raw = md.get(SUBJECT_KEY)
+    if raw:
+        try:
+            d = json.loads(raw)
+            err.subject = Subject(str(d["name"]), str(d["group"]), str(d["kind"]))
+        except (ValueError, KeyError, TypeError):
+            pass
+    return err
 
 
 def _seconds(raw: str | None) -> int:

@@ -6,11 +6,30 @@ one node informer, one work queue and one set of pod workers. /readyz is green o
 is registered and the pod informer has synced.
 
 The informers hold only the process's own objects. One node watches as upstream's kubelet does
-(fieldSelector spec.nodeName=<node> for pods, metadata.name=<node> for its Node). Hollow nodes
-watch every bound pod (spec.nodeName!=) and every Node in one watch each, since a field selector
-takes one value per field; the informer drops on arrival the objects of nodes the process does
-not run (`keep`, before they are stored), so K hollow nodes hold their own pods, not the
-cluster's.
+(fieldSelector spec.nodeName=<node> for pods and, with --dra-slice-file, ResourceSlices;
+metadata.name=<node> for its Node), as its node's user: what the Node authorizer allows it.
+Hollow nodes watch every bound pod (spec.nodeName!=), every Node and every slice in one watch
+each, since a field selector takes one value per field; the informer drops on arrival the
+objects of nodes the process does not run (`keep`, before they are stored), so K hollow nodes
+hold their own pods, not the cluster's. Those shared watches (and the process's events) are the
+process's user's, not a node's: under `--authorization-mode Node,RBAC` that user needs RBAC to
+list and watch pods, nodes and resourceslices (and to impersonate its nodes' users), as
+kubemark's hollow nodes' own credentials would (docs/security.md); everything a hollow node
+does for itself (its Node, Lease, pods' status and deletion, its claims' reads, its slices)
+is its node's user's.
+
+Upstream's kubelet lists no ResourceClaims: its DRA manager gets each claim of a pod when it
+prepares the pod (kubelet/dra_manager.py). Only when --dra-slice-file gives a device
+bindingConditions does the process watch every claim, as the driver's controller that answers
+them (kubelet/dra_driver.py; upstream: the driver's own ServiceAccount, which under
+Node,RBAC needs RBAC for it); a pod waiting for a claim is then synced again at the claim's
+change, else after the retry period (dra_manager.PREPARE_RETRY_PERIOD), as upstream's pod
+workers' back-off.
+
+The kubelet's identity for the Version RPC (`kemuctl version`) rides on one node's Lease
+(kubelet/node_status.py): the first node the process runs, or, once that one is removed
+(--node-control), the next one added. It keeps no identity lease in kube-system, which the
+Node authorizer would refuse.
 """
 
 from __future__ import annotations
@@ -18,15 +37,20 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Final
 
 import anyio
 from anyio.abc import TaskGroup
 
 from kemu.api.v1 import types_pb2
-from kemu.client.client import as_user_of, sibling_of, unthrottled_of
-from kemu.client.controlplane import component_client, run_elected
+from kemu.client.client import Client, as_user_of, sibling_of, unthrottled_of
+from kemu.client.controlplane import (
+    carried_by_the_work,
+    component_client,
+    component_identity,
+    run_elected,
+)
 from kemu.client.events import EventRecorder
 from kemu.client.informer import FuncHandler, Informer, InformerFactory
 from kemu.client.interface import ApiClient
@@ -44,14 +68,16 @@ from kemu.component.options import parse_component_args
 from kemu.component.pod_resources import pod_resources_options
 from kemu.component.runner import ComponentContext, cleanup_scope, run_component
 from kemu.component.version_rules import VersionRules
+from kemu.machinery.certs import subject
 from kemu.machinery.dra_slice_file import NO_DRIVERS
-from kemu.machinery.user import node_user
+from kemu.machinery.user import NODE_USER_PREFIX, NODES_GROUP, node_user
 from kubelet.checkpoint import Checkpoint
 from kubelet.dra_driver import BindingConditionsDriver
+from kubelet.lease_batch import LeaseBatcher
 from kubelet.network import default_node_ip
 from kubelet.node_control import serve_node_control
 from kubelet.node_status import NodeAgent
-from kubelet.options import COMPONENT, build_parser, settings_from_args
+from kubelet.options import COMPONENT, SERVING_PAIR, build_parser, settings_from_args
 from kubelet.pod_manager import NodePods
 from kubelet.pod_workers import PodWorkers
 from kubelet.resourceslice_controller import ResourceSlicePublisher
@@ -64,7 +90,8 @@ NODES_PER_PHASE: Final = 100
 """A hollow kubelet's nodes renew their Leases and check their status in phases of at most
 this many, spread evenly over the renew interval: a burst of 100 Lease writes is served in a
 fraction of a second, and the event-driven virtual clock makes one jump for each phase (the
-nodes of one phase share their deadlines) rather than one per node."""
+nodes of one phase share their deadlines) rather than one per node. A phase's renewals travel
+as one UpdateBatch call (kubelet/lease_batch.py)."""
 
 
 def renewal_offsets(count: int, interval: float) -> list[float]:
@@ -97,7 +124,7 @@ def pod_worker_options(options: PodWorkerOptions, gates: FeatureGates) -> PodWor
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args, options = parse_component_args(parser, argv, COMPONENT)
+    args, options = parse_component_args(parser, argv, COMPONENT, metrics_pair=SERVING_PAIR)
     try:
         settings = settings_from_args(
             args, f"v{options.version}.0", VersionRules.at(options.version)
@@ -107,20 +134,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run_component(COMPONENT, options, functools.partial(run, settings))
 
 
+def claims_node_users(settings: KubeletSettings) -> bool:
+    """Whether the process names its nodes' users on its calls (the `impersonate-user`
+    metadata). Upstream's kubelet is its client certificate's user, system:node:<name>, and so
+    is a one-node kemu kubelet with a node's certificate: it claims nothing (with another
+    node's certificate it is that node, and the Node authorizer and NodeRestriction refuse it
+    its own). Otherwise it claims its node's user: without a certificate (a plaintext kubelet
+    is named too), with one that names no node (the cloud's instance kubelets run with the
+    cloud's), and in a hollow process each of its nodes' (impersonation, docs/security.md)."""
+    one_node = len(settings.nodes) == 1 and settings.template is None
+    if not one_node or settings.tls is None or settings.tls.cert is None:
+        return True
+    user, groups = subject(settings.tls.cert)
+    return not (user.startswith(NODE_USER_PREFIX) and NODES_GROUP in groups)
+
+
 async def run(settings: KubeletSettings, ctx: ComponentContext) -> None:
     # A hollow process's nodes would each be a kubelet with a client of its own upstream
     # (kubemark); kemu's share one client, so only a one-node kubelet is rate limited.
     one_node = len(settings.nodes) == 1 and settings.template is None
     connection = settings.client_connection if one_node else UNLIMITED
-    # Each kubelet is its node's user (upstream: its client certificate's system:node:<name>);
-    # a hollow process's nodes claim theirs on their heartbeats (Kubelet._node_client).
+    # Each kubelet is its node's user (`claims_node_users`); a hollow process's nodes claim
+    # theirs on their heartbeats (Kubelet._node_client).
     client = component_client(
         settings.server,
         COMPONENT,
         connection,
         ctx,
         settings.apiserver_latency,
-        user=node_user(settings.nodes[0].name) if one_node else None,
+        user=node_user(settings.nodes[0].name)
+        if one_node and claims_node_users(settings)
+        else None,
+        tls=settings.tls,
     )
     try:
         await serve(client, settings, ctx)
@@ -156,6 +201,14 @@ class Kubelet:
         self._pod_clients: dict[str, ApiClient] = {}
         single = len(settings.nodes) == 1 and settings.template is None
         host = settings.nodes[0].name if single else ""
+        self.identity = component_identity(COMPONENT, ctx)
+        self._identity_node = settings.nodes[0].name if settings.nodes else None
+        """The node whose Lease carries the process's identity (None: none yet)."""
+        client_of: Callable[[str], ApiClient] = (
+            (lambda _node: client) if single else self._pod_client
+        )
+        self._client_of = client_of
+        """A node's client (its node's user), by its name."""
         # (upstream's kubelet records events over a clientset of its own)
         self.recorder = EventRecorder(sibling_of(client), COMPONENT, host=host, clock=ctx.clock)
         self.informers = InformerFactory(client, clock=ctx.clock)
@@ -183,13 +236,17 @@ class Kubelet:
             dra = NO_DRIVERS
         if dra:
             self.slice_informer = self.informers.informer(
-                types_pb2.ResourceSlice, keep=own.resource_slice
+                types_pb2.ResourceSlice,
+                field_selector=f"spec.nodeName={host}" if single else "",
+                keep=None if single else own.resource_slice,
             )
             self.slice_publisher = ResourceSlicePublisher(
-                client, dra, self.slice_informer, clock=ctx.clock
+                client_of, dra, self.slice_informer, clock=ctx.clock
             )
-            # Every claim: the pods waiting for theirs are synced at their changes, and the
-            # drivers answer the binding conditions of their devices (kubelet.dra_driver).
+        if dra.binds_devices():
+            # Every claim, as the drivers' controller that answers the binding conditions of
+            # their devices (kubelet.dra_driver); the pods waiting for theirs are synced at
+            # their changes.
             claim_informer = self.informers.informer(types_pb2.ResourceClaim)
             self.binding_driver = BindingConditionsDriver(
                 client,
@@ -206,6 +263,7 @@ class Kubelet:
                     on_delete=binding.on_claim_deleted,
                 )
             )
+        self.lease_batch = self._lease_batcher(settings)
         self.agents = [
             NodeAgent(
                 self._node_client(config.name),
@@ -213,6 +271,8 @@ class Kubelet:
                 clock=ctx.clock,
                 timing=settings.timing,
                 lister=self.node_informer.lister,
+                lease_batch=self.lease_batch,
+                identity=self.identity if config.name == self._identity_node else None,
             )
             for config in settings.nodes
         ]
@@ -232,7 +292,7 @@ class Kubelet:
             recorder=self.recorder,
             registry=ctx.registry,
             dra_drivers=dra,
-            client_of=None if single else self._pod_client,
+            client_of=client_of,
         )
         self.pod_workers.restore()
         self.pod_informer.add_event_handler(self.pod_workers.handler())
@@ -258,11 +318,26 @@ class Kubelet:
             client = self._pod_clients[node_name] = as_user_of(self._client, node_user(node_name))
         return client
 
+    def _lease_batcher(self, settings: KubeletSettings) -> LeaseBatcher | None:
+        """The process's batch of Lease renewals (kubelet/lease_batch.py): with
+        --node-lease-batch, when it runs several nodes (or the nodes its parent adds) over a
+        kemu Client. Its calls are the process's (user system:node:kubelet, in system:nodes:
+        the same FlowSchema as each node's), unthrottled as each node's heartbeats."""
+        several = len(settings.nodes) > 1 or settings.template is not None
+        if not (settings.lease_batch and several and isinstance(self._client, Client)):
+            return None
+        client = self._client.unthrottled()
+        return LeaseBatcher(client.update_batch, client.update)
+
     def _node_client(self, node_name: str) -> ApiClient:
         """A node's heartbeat client (the Lease and the node's status; upstream's: QPS -1),
         claiming the node's user: in a hollow process, each node's (upstream's kubemark
-        gives each hollow node a client of its own)."""
-        return as_user_of(unthrottled_of(self._client), node_user(node_name))
+        gives each hollow node a client of its own); a one-node kubelet with a node's
+        certificate claims none (`claims_node_users`)."""
+        client = unthrottled_of(self._client)
+        if not claims_node_users(self.settings):
+            return client
+        return as_user_of(client, node_user(node_name))
 
     def _on_node(self, node: types_pb2.Node) -> None:
         # upstream's kubelet passes its Node's podCIDR to the runtime (updatePodCIDR)
@@ -290,6 +365,8 @@ class Kubelet:
         async with anyio.create_task_group() as tg:
             self._group = tg
             await tg.start(self.recorder.run)
+            if self.lease_batch is not None:
+                await tg.start(self.lease_batch.run)
             previous: anyio.Event | None = None
             for agent, offset in zip(self.agents, offsets, strict=True):
                 tg.start_soon(
@@ -341,12 +418,16 @@ class Kubelet:
         # listed apart and merged (Informer.merge), and the pod workers take the node's pods
         # as the informer then holds them.
         self.own.names.add(name)
-        pods = await self._client.list_all(types_pb2.Pod, field_selector=f"spec.nodeName={name}")
-        nodes = await self._client.list_all(types_pb2.Node, field_selector=f"metadata.name={name}")
+        # (as the node's user, with the field selectors the Node authorizer wants of it)
+        mine = self._client_of(name)
+        pods = await mine.list_all(types_pb2.Pod, field_selector=f"spec.nodeName={name}")
+        nodes = await mine.list_all(types_pb2.Node, field_selector=f"metadata.name={name}")
         self.pod_informer.merge(pods.items)
         if self.slice_informer is not None:
-            slices = await self._client.list_all(types_pb2.ResourceSlice)
-            self.slice_informer.merge(s for s in slices.items if s.spec.node_name == name)
+            slices = await mine.list_all(
+                types_pb2.ResourceSlice, field_selector=f"spec.nodeName={name}"
+            )
+            self.slice_informer.merge(slices.items)
         self.pod_workers.add_node(
             NodePods(
                 name,
@@ -357,12 +438,16 @@ class Kubelet:
             [p for p in self.pod_informer.lister.list() if p.spec.node_name == name],
         )
         self.node_informer.merge(nodes.items)
+        if self._identity_node is None:
+            self._identity_node = name
         agent = NodeAgent(
             self._node_client(config.name),
             config,
             clock=self._ctx.clock,
             timing=self.settings.timing,
             lister=self.node_informer.lister,
+            lease_batch=self.lease_batch,
+            identity=self.identity if name == self._identity_node else None,
         )
         added = self._added[name] = _AddedNode(agent)
         self._agent_of[name] = agent
@@ -379,6 +464,8 @@ class Kubelet:
         if added is None:
             return
         del self._agent_of[name]
+        if self._identity_node == name:
+            self._identity_node = None  # the next node added carries it
         await added.stop()
         # The workers let go first: the informers' deletes of the node's pods below are then
         # not taken for the pods' deletions (which would sync them, and retry resizes).
@@ -417,4 +504,11 @@ class _AddedNode:
 async def serve(client: ApiClient, settings: KubeletSettings, ctx: ComponentContext) -> None:
     kubelet = Kubelet(client, settings, ctx)
     ctx.add_readiness_check("kubelet", kubelet.ready)
-    await run_elected(client, ctx, component=COMPONENT, election=None, work=kubelet.run)
+    await run_elected(
+        client,
+        ctx,
+        component=COMPONENT,
+        election=None,
+        work=kubelet.run,
+        announce=carried_by_the_work,
+    )

@@ -16,8 +16,10 @@ fetches each claim from the apiserver, as upstream does, and requires of it:
 
 Until then the pod stays Pending (no container runs), the Event Warning
 FailedPrepareDynamicResources "Failed to prepare dynamic resources: <error>" is recorded and
-the sync is retried (after PREPARE_RETRY_PERIOD, or at once when one of its claims changes:
-the kubelet's claim informer). Then the drivers' NodePrepareResources, one call per driver,
+the sync is retried (after PREPARE_RETRY_PERIOD, or at once when one of its claims changes
+if the process watches claims: only to answer binding conditions, kubelet/app.py). The claims
+are got one by one, never listed, as upstream's: the Node authorizer lets a node get the
+claims of its pods and nothing more. Then the drivers' NodePrepareResources, one call per driver,
 one after the other, takes the sum of their `kubelet.kemu.io/prepare-delay` on the cluster's
 clock, and the containers start after the pod's start-up delay from its end. When the pod
 stops, `unprepare_resources` (NodeUnprepareResources) releases them at once.
@@ -145,8 +147,11 @@ class DraManager:
         *,
         recorder: EventRecorder | None = None,
         registry: CollectorRegistry | None = None,
+        client_of: Callable[[str], ApiClient] | None = None,
     ) -> None:
-        self._client = client
+        """`client_of`: a node's client, by its name (a hollow process's node reads its pods'
+        claims as its node's user: the Node authorizer lets it read only those)."""
+        self._client_of = client_of or (lambda _node: client)
         self._drivers = drivers
         self._recorder = recorder
         self._durations = (
@@ -189,7 +194,9 @@ class DraManager:
         claims: dict[str, list[str]] = {}
         for name, must_check_owner in _pod_claims(pod):
             try:
-                claim = await self._client.get(types_pb2.ResourceClaim, name, meta.namespace)
+                claim = await self._client_of(pod.spec.node_name).get(
+                    types_pb2.ResourceClaim, name, meta.namespace
+                )
             except ApiError as e:
                 raise PrepareError(f"fetch ResourceClaim {name}: {e}") from None
             if must_check_owner and not is_for_pod(pod, claim):

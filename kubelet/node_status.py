@@ -23,10 +23,18 @@ pkg/kubelet/nodelease (the lease controller).
 - The Lease kube-node-lease/<node> (holderIdentity = node name, leaseDurationSeconds 40, owned by
   the Node) is renewed every --node-lease-renew-interval on absolute deadlines
   (first + n * interval), so renewals do not drift; a renewal that fails is retried with
-  backoff and the next one keeps to the grid. In a hollow kubelet each node's grid starts at the
-  offset of its phase (kubelet/app.py NODES_PER_PHASE: up to 100 nodes share one), the phases
-  spread evenly over the interval. Both loops' ticks have upstream's
-  jitter (PERIOD_JITTER) as their slack on the virtual clock.
+  backoff and the next one keeps to the grid (a Conflict, someone else's write, is read again
+  and retried at once, as upstream's retryUpdateLease: `renew_lease`). In a hollow kubelet each
+  node's grid starts at the offset of its phase (kubelet/app.py NODES_PER_PHASE: up to 100
+  nodes share one), the phases spread evenly over the interval, and a phase's renewals travel
+  as one UpdateBatch call, each its own write (kubelet/lease_batch.py). Both loops' ticks have
+  upstream's jitter (PERIOD_JITTER) as their slack on the virtual clock.
+- The kubelet's identity (kemu's addition: the component, its emulated and binary versions and
+  feature gates, which the Version RPC and `kemuctl version` report) rides on the Lease of
+  one node of the process (`identity`: its label kemu.io/component and annotations,
+  kemu.client.identity ComponentIdentity.stamp): the Node authorizer lets a node write no
+  other lease (kube-node-lease/<node> only), and the stamp costs no write of its own, each
+  renewal carrying it. The Lease keeps upstream's holderIdentity, duration and owner.
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ from typing import Final
 import anyio
 
 from kemu.api.v1 import types_pb2
+from kemu.client.identity import ComponentIdentity
 from kemu.client.informer import Lister
 from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock
@@ -44,6 +53,7 @@ from kemu.component.ticker import DUE_NOW, Ticker
 from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import AlreadyExists, ApiError, Conflict, NotFound
 from kemu.machinery.keys import revision_of
+from kubelet.lease_batch import LeaseBatcher
 from kubelet.settings import NodeConfig, NodeTiming
 
 logger = logging.getLogger(__name__)
@@ -65,6 +75,7 @@ ARCH: Final = "amd64"
 _RETRY_INITIAL: Final = 0.2
 _RETRY_MAX: Final = 7.0
 _WRITE_ATTEMPTS: Final = 5
+_LEASE_UPDATE_RETRIES: Final = 5  # upstream's lease controller: maxUpdateRetries
 
 # (type, status, reason, message) of the conditions the kubelet reports on a healthy node.
 NODE_CONDITIONS: Final = (
@@ -164,8 +175,15 @@ class NodeAgent:
         clock: Clock,
         timing: NodeTiming | None = None,
         lister: Lister[types_pb2.Node] | None = None,
+        lease_batch: LeaseBatcher | None = None,
+        identity: ComponentIdentity | None = None,
     ) -> None:
+        """`lease_batch`: the process's batch of Lease renewals (kubelet/lease_batch.py);
+        None: each renewal is its own Update. `identity`: the process's, which this node's
+        Lease carries (one node of a process carries it)."""
         self._client = client
+        self._identity = identity
+        self._lease_batch = lease_batch
         self.config = config
         self._clock = clock
         self.timing = timing or NodeTiming()
@@ -367,6 +385,8 @@ class NodeAgent:
         lease.spec.holder_identity = self.name
         lease.spec.lease_duration_seconds = self.timing.lease_duration_seconds
         lease.spec.renew_time.CopyFrom(timestamp(self._clock.now()))
+        if self._identity is not None:
+            self._identity.stamp(lease.metadata)
         node = self._node
         if node is not None and node.metadata.uid and not lease.metadata.owner_references:
             lease.metadata.owner_references.add(
@@ -374,21 +394,51 @@ class NodeAgent:
             )
         return lease
 
-    async def renew_lease(self) -> None:
-        lease = self._lease
-        if lease is None:
-            try:
-                lease = await self._client.get(types_pb2.Lease, self.name, NODE_LEASE_NAMESPACE)
-            except NotFound:
-                self._lease = await self._client.create(self._desired_lease(None))
-                self.lease_renewals += 1
-                return
+    async def _ensure_lease(self) -> types_pb2.Lease | None:
+        """The Lease as it stands, or None when it was missing and this created it (the
+        renewal is done). Upstream's backoffEnsureLease (its backoff is _renew_until_done's)."""
         try:
-            self._lease = await self._client.update(self._desired_lease(lease))
-        except (Conflict, NotFound):
-            self._lease = None  # read it again on the retry
-            raise
-        self.lease_renewals += 1
+            return await self._client.get(types_pb2.Lease, self.name, NODE_LEASE_NAMESPACE)
+        except NotFound:
+            self._lease = await self._client.create(self._desired_lease(None))
+            self.lease_renewals += 1
+            return None
+
+    async def renew_lease(self) -> None:
+        """One renewal, as upstream's lease controller's sync: an update of the Lease last
+        written (no read), else of the Lease read (or created); a Conflict (someone else
+        wrote it) reads it again and updates at once, up to _LEASE_UPDATE_RETRIES times
+        (retryUpdateLease, maxUpdateRetries). The first update goes through the process's
+        batch (kubelet/lease_batch.py) when it has one; the retries one by one."""
+        base = self._lease
+        if base is None:
+            base = await self._ensure_lease()
+            if base is None:
+                return
+        for attempt in range(_LEASE_UPDATE_RETRIES):
+            batch = self._lease_batch if attempt == 0 else None
+            if batch is not None and not batch.enabled:
+                batch = None
+            desired = self._desired_lease(base)
+            try:
+                if batch is not None:
+                    self._lease = await batch.update(desired)
+                else:
+                    self._lease = await self._client.update(desired)
+            except Conflict:
+                self._lease = None
+                base = await self._ensure_lease()
+                if base is None:
+                    return
+                continue
+            except NotFound:
+                self._lease = None  # created again on the retry
+                raise
+            self.lease_renewals += 1
+            return
+        raise Conflict(
+            f"node {self.name}: lease kept changing under {_LEASE_UPDATE_RETRIES} updates"
+        )
 
     async def _renew_until_done(self) -> None:
         delay = _RETRY_INITIAL

@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Final
 
 from kemu.api.v1 import types_pb2
-from kemu.client.endpoints import add_server_flag
+from kemu.client.endpoints import add_server_flag, apiserver_connection
 from kemu.component import client_connection
 from kemu.component.latency import apiserver_latency
 from kemu.component.options import duration_flag, new_parser
+from kemu.component.secure_serving import add_secure_serving_flags
 from kemu.component.version_rules import VersionRules
 from kemu.machinery.dra_slice_file import NO_DRIVERS, DraDrivers, load_slice_file
 from kemu.machinery.duration import DurationError
@@ -50,9 +51,17 @@ BURST_FLAG: Final = "--kube-api-burst"
 _DEFAULT_RULES: Final = VersionRules.default()
 
 
+SERVING_PAIR: Final = "kubelet"
+"""upstream's kubelet.crt/kubelet.key under --cert-dir (cmd/kubelet/app/server.go
+InitializeTLS: a self-signed pair for the host when none is given)."""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = new_parser("kubelet", "kemu kubelet", default_metrics_port=DEFAULT_METRICS_PORT)
     add_server_flag(parser)
+    # upstream's kubelet flags for its TLS port (10250), which serves /metrics and /healthz:
+    # kemu's serve the metrics port (kemu.component.options: ComponentOptions.from_args)
+    add_secure_serving_flags(parser, pair_name=SERVING_PAIR)
     nodes = parser.add_argument_group("nodes")
     nodes.add_argument(
         "--node-name", help="the node's name (default: the host name); not with --nodes"
@@ -120,6 +129,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="how often the node Lease is renewed (default: a quarter of "
         "--node-lease-duration-seconds, 10s at its default, as upstream's "
         "nodeLeaseRenewIntervalFraction)",
+    )
+    timing.add_argument(
+        "--node-lease-batch",
+        type=_bool_flag,
+        nargs="?",
+        const=True,
+        default=False,
+        metavar="BOOL",
+        help="kemu only: the Lease renewals of a process's nodes due at one instant travel "
+        "as one UpdateBatch call, each still its own update (kubelet/lease_batch.py; "
+        "default false: one Update per renewal as each node's user, as upstream's kubelets; "
+        "a batch is the process's user, system:node:kubelet)",
     )
     timing.add_argument(
         "--node-lease-duration-seconds",
@@ -227,11 +248,14 @@ def settings_from_args(
         dataclasses.replace(template, name=name, node_ip=node_ip)
         for name, node_ip in zip(names, node_ips, strict=True)
     )
+    server, tls = apiserver_connection(args)
     return KubeletSettings(
-        server=args.server,
+        server=server,
+        tls=tls,
         apiserver_latency=apiserver_latency(args),
         nodes=nodes,
         timing=timing,
+        lease_batch=args.node_lease_batch,
         pods=pods,
         root_dir=Path(args.root_dir) if args.root_dir else None,
         template=template if args.node_control else None,
@@ -309,6 +333,16 @@ def _node_template(args: argparse.Namespace, kubelet_version: str) -> NodeConfig
         taints=tuple(taints),
         provider_id=args.provider_id,
     )
+
+
+def _bool_flag(text: str) -> bool:
+    """argparse `type=` for a Go-style boolean flag's value (true/false)."""
+    value = text.strip().lower()
+    if value in ("true", "1", "t"):
+        return True
+    if value in ("false", "0", "f"):
+        return False
+    raise argparse.ArgumentTypeError(f"{text!r} is not a boolean (true or false)")
 
 
 def _node_timing(args: argparse.Namespace) -> NodeTiming:

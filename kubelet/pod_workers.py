@@ -108,8 +108,11 @@ class PodSyncer:
         shutdown_duration: float | None,
         dra: DraManager,
         recorder: EventRecorder | None,
+        client_of: Callable[[str], ApiClient] | None = None,
     ) -> None:
-        self._client = client
+        """`client_of`: a node's client (a hollow process's node deletes its pods as its
+        node's user: NodeRestriction lets a node delete only pods bound to it)."""
+        self._client_of = client_of or (lambda _node: client)
         self._recorder = recorder
         self._dra = dra
         self._clock = clock
@@ -230,11 +233,11 @@ class PodSyncer:
         if self._status.reports(rt):
             written = await self._status.write(node, pod, rt)
         if written is not None and written.metadata.HasField("deletion_timestamp"):
-            await self._delete(rt)
+            await self._delete(node, rt)
 
-    async def _delete(self, rt: PodRuntime) -> None:
+    async def _delete(self, node: NodePods, rt: PodRuntime) -> None:
         try:
-            await self._client.delete(
+            await self._client_of(node.name).delete(
                 types_pb2.Pod, rt.name, rt.namespace, grace_period_seconds=0, uid=rt.uid
             )
             logger.info("pod %s: deleted after termination", rt.key)
@@ -258,8 +261,8 @@ class PodWorkers:
         client_of: Callable[[str], ApiClient] | None = None,
     ) -> None:
         """`dra_drivers`: the simulated DRA drivers of the nodes (--dra-slice-file).
-        `client_of`: a node's client for its pods' status writes (a hollow process's node
-        writes as its node's user); None: `client`."""
+        `client_of`: a node's client for its pods' status writes, deletions and claim reads
+        (a hollow process's node calls as its node's user); None: `client`."""
         self._client = client
         self._clock = clock
         self.options = options or PodWorkerOptions()
@@ -307,8 +310,11 @@ class PodWorkers:
             status=self.status_manager,
             queue=self.queue,
             shutdown_duration=self.options.shutdown_duration,
-            dra=DraManager(client, dra_drivers, recorder=recorder, registry=registry),
+            dra=DraManager(
+                client, dra_drivers, recorder=recorder, registry=registry, client_of=client_of
+            ),
             recorder=recorder,
+            client_of=client_of,
         )
         if registry is not None:
             registry.register(

@@ -11,12 +11,18 @@ the node are reconciled as upstream's syncPool does: when they match what the fi
 generation and the existing slices are updated in place, missing ones created, surplus ones
 deleted. Slices of a driver the file no longer names are deleted. A Node created again (a new
 uid) is published again.
+
+Each node's slices are written as its node's user (`client_of`): under the Node authorizer a
+node creates slices (NodeRestriction: naming itself) and updates and deletes those naming it.
+The informer that shows them is a one-node kubelet's own, with upstream's field selector
+`spec.nodeName=<node>` (the Node authorizer's condition for a node's list and watch of
+slices: kubelet/app.py).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
 
 import anyio
@@ -56,14 +62,15 @@ class ResourceSlicePublisher:
 
     def __init__(
         self,
-        client: ApiClient,
+        client_of: Callable[[str], ApiClient],
         drivers: DraDrivers,
         slices: Informer[types_pb2.ResourceSlice],
         *,
         clock: Clock,
     ) -> None:
-        """`slices`: an informer holding (at least) this process's nodes' slices."""
-        self._client = client
+        """`client_of`: a node's client, by its name (its node's user); `slices`: an
+        informer holding (at least) this process's nodes' slices."""
+        self._client_of = client_of
         self._drivers = drivers
         self._slices = slices
         self._uids: dict[str, str] = {}
@@ -101,7 +108,7 @@ class ResourceSlicePublisher:
             await self._sync_pool(node, uid, driver.driver, mine, driver)
         for s in existing:
             if s.spec.driver not in names:
-                await self._delete(s)
+                await self._delete(node, s)
         self._published[node] = uid
 
     async def _sync_pool(
@@ -129,19 +136,20 @@ class ResourceSlicePublisher:
             return
         generation += 1
         desired = slices_for_node(driver, node, node_uid=uid, generation=generation)
+        client = self._client_of(node)
         for old, new in zip(mine, desired, strict=False):
             new.metadata.name = old.metadata.name
             new.metadata.resource_version = old.metadata.resource_version
             new.metadata.generate_name = old.metadata.generate_name
             try:
-                await self._client.update(new)
+                await client.update(new)
             except NotFound:
                 new.metadata.name, new.metadata.resource_version = "", ""
-                await self._client.create(new)
+                await client.create(new)
         for new in desired[len(mine) :]:
-            await self._client.create(new)
+            await client.create(new)
         for old in mine[len(desired) :]:
-            await self._delete(old)
+            await self._delete(node, old)
         logger.info(
             "node %s: published driver %s's pool: %d slice(s), generation %d",
             node,
@@ -150,9 +158,11 @@ class ResourceSlicePublisher:
             generation,
         )
 
-    async def _delete(self, s: types_pb2.ResourceSlice) -> None:
+    async def _delete(self, node: str, s: types_pb2.ResourceSlice) -> None:
         try:
-            await self._client.delete(types_pb2.ResourceSlice, s.metadata.name, uid=s.metadata.uid)
+            await self._client_of(node).delete(
+                types_pb2.ResourceSlice, s.metadata.name, uid=s.metadata.uid
+            )
         except NotFound:
             pass
 

@@ -14,6 +14,7 @@ from kemu.component.client_connection import ClientConnection
 from kemu.component.latency import CallLatency
 from kemu.component.version_rules import VersionRules
 from kemu.machinery.dra_slice_file import NO_DRIVERS, DraDrivers
+from kemu.machinery.kubeconfig import ClientTLS
 from kemu.machinery.quantity import to_int
 from kemu.machinery.resources import DEFAULT_OPTIONS, PodResourcesOptions
 from kubelet.resize_retry import DEFAULT_RETRY_PERIOD
@@ -125,6 +126,9 @@ class KubeletSettings:
     timing: NodeTiming
     pods: PodWorkerOptions
     root_dir: Path | None
+    lease_batch: bool = False
+    """--node-lease-batch: the renewals of the process's nodes due at one instant travel as
+    one UpdateBatch call (kubelet/lease_batch.py); a process of one node sends each alone."""
     template: NodeConfig | None = None
     """--node-control: what the nodes added at run time share (each has its own name,
     providerID and IP); `nodes` is empty."""
@@ -135,3 +139,6 @@ class KubeletSettings:
     node of the process (kemu.component.client_connection; `kube_api_defaults`)."""
     apiserver_latency: CallLatency = CallLatency()
     """--apiserver-latency and its seed: what every call of the client waits."""
+    tls: ClientTLS | None = None
+    """--kubeconfig's TLS to the apiserver: its CA and this component's client certificate
+    (None: plaintext)."""

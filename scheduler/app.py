@@ -12,7 +12,6 @@ and the queue dumped to the log.
 from __future__ import annotations
 
 import functools
-import gc
 import logging
 import random
 import socket
@@ -38,6 +37,7 @@ from kemu.component.featuregate import (
     SCHEDULER_ASYNC_API_CALLS,
     FeatureGates,
 )
+from kemu.component.gc_tuning import tune_gc
 from kemu.component.options import (
     DECISIONS_DEBUG_HANDLER,
     parse_component_args,
@@ -93,22 +93,6 @@ logger = logging.getLogger(__name__)
 
 # Pods that ended are not the scheduler's business (upstream's informer field selector).
 POD_FIELD_SELECTOR: Final = SCHEDULER_POD_FIELD_SELECTOR
-# The cyclic garbage collector's thresholds in the scheduler process (kemu's process tuning,
-# as GOGC is Go's): a young collection every 10,000 net allocations instead of 700. Each
-# collection lands inside whichever scheduling cycle allocates past the threshold; fewer
-# young collections also promote less, so the full ones (hundreds of ms over a 5000-node
-# cache, 200-800 ms each when measured in issue #16) become rare.
-GC_THRESHOLDS: Final = (10_000, 10, 10)
-
-
-def tune_gc(*, freeze: bool) -> None:
-    """Sets GC_THRESHOLDS; with `freeze`, collects once and moves every object alive (the
-    modules, the informers' first lists) out of the collector's reach (gc.freeze), so no
-    later collection walks them again. Called with freeze after the informers' sync."""
-    gc.set_threshold(*GC_THRESHOLDS)
-    if freeze:
-        gc.collect()
-        gc.freeze()
 
 
 def main(argv: Sequence[str] | None = None, out_of_tree: Registry | None = None) -> int:
@@ -127,6 +111,7 @@ async def run(settings: SchedulerSettings, ctx: ComponentContext) -> None:
         settings.config.client_connection,
         ctx,
         settings.apiserver_latency,
+        tls=settings.tls,
     )
     try:
         await serve(client, settings, ctx)
@@ -168,10 +153,10 @@ class _Informers:
         factory = InformerFactory(client, clock=ctx.clock, copy_objects=True)
         pods = factory.informer(types_pb2.Pod, field_selector=POD_FIELD_SELECTOR)
         nodes = factory.informer(types_pb2.Node)
-        # Preemption (DefaultPreemption) reads PDBs and PriorityClasses through the handle's
-        # informer factory; they are started and synced with the others.
+        # Preemption (DefaultPreemption) reads PDBs through the handle's informer factory;
+        # it is started and synced with the others. (No PriorityClasses: a pod's priority is
+        # in its spec, and upstream's system:kube-scheduler role cannot list them.)
         factory.informer(types_pb2.PodDisruptionBudget)
-        factory.informer(types_pb2.PriorityClass)
         # InterPodAffinity resolves namespaceSelectors through the Namespace informer.
         factory.informer(types_pb2.Namespace)
         # PodTopologySpread's default constraints select a pod's siblings by its Services and

@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Final
 
-from kemu.client.endpoints import add_server_flag
+from kemu.client.endpoints import add_server_flag, apiserver_connection
 from kemu.client.leaderelection import (
     LeaderElectionConfig,
     add_leader_election_flags,
@@ -20,6 +20,7 @@ from kemu.component import client_connection
 from kemu.component.featuregate import DYNAMIC_RESOURCE_ALLOCATION, FeatureGates
 from kemu.component.latency import CallLatency, apiserver_latency
 from kemu.component.options import add_record_decisions_flag, new_parser, refuse_config
+from kemu.machinery.kubeconfig import ClientTLS
 from kemu.scheduling.config import (
     DEFAULT_CLIENT_CONNECTION,
     KubeSchedulerConfiguration,
@@ -93,6 +94,9 @@ class SchedulerSettings:
     record_decisions: bool = False
     apiserver_latency: CallLatency = CallLatency()
     """--apiserver-latency and its seed: what every call of the client waits."""
+    tls: ClientTLS | None = None
+    """--kubeconfig's TLS to the apiserver: its CA and this component's client certificate
+    (None: plaintext)."""
 
 
 def settings_from_flags(
@@ -122,8 +126,10 @@ def settings_from_flags(
             config = dataclasses.replace(config, client_connection=connection)
     except ValueError as e:
         parser.error(str(e))
+    server, tls = apiserver_connection(args)
     return SchedulerSettings(
-        server=args.server,
+        server=server,
+        tls=tls,
         apiserver_latency=apiserver_latency(args),
         config=config,
         registry=registry,

@@ -9,9 +9,11 @@ PodGroup or a child of a CompositePodGroup) run after the object is validated. A
 PersistentVolumeClaim gets its default class from DefaultStorageClass
 (default_storage_class.py), and a new claim or volume its protection finalizer
 (storage_object_in_use_protection.py). A pod created bound, and a pods/binding, get the
-node's topology labels (PodTopologyLabels, pod_topology_labels.py). Each plugin runs only
-when --enable-/--disable-admission-plugins leave it on (plugins.py: upstream's names and
-default-on set; every plugin kemu models is on by default).
+node's topology labels (PodTopologyLabels, pod_topology_labels.py). NodeRestriction
+(node_restriction.py) checks a kubelet's creates, updates, deletes, bindings and evictions
+against the request's user (request_user.py). Each plugin runs only when
+--enable-/--disable-admission-plugins leave it on (plugins.py: upstream's names and default-on
+set; every plugin kemu models is on by default but NodeRestriction, as upstream).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from google.protobuf.message import Message
 from apiserver.admission import (
     default_storage_class,
     limit_ranger,
+    request_user,
     storage_object_in_use_protection,
 )
 from apiserver.admission.default_toleration_seconds import (
@@ -32,11 +35,13 @@ from apiserver.admission.default_toleration_seconds import (
     admit_default_toleration_seconds,
 )
 from apiserver.admission.dra_admin_access import admin_access_spec, validate_admin_access
+from apiserver.admission.node_restriction import CREATE, DELETE, UPDATE, NodeRestriction, Request
 from apiserver.admission.plugins import (
     DEFAULT_PLUGINS,
     DEFAULT_STORAGE_CLASS,
     DEFAULT_TOLERATION_SECONDS,
     LIMIT_RANGER,
+    NODE_RESTRICTION,
     POD_GROUP_PROTECTION,
     POD_GROUP_WORKLOAD_EXISTS,
     PRIORITY,
@@ -58,11 +63,17 @@ from apiserver.admission.priority import (
     admit_pod_group_priority,
     admit_priority,
 )
-from apiserver.admission.service_account import LookUp, ServiceAccountAdmission
+from apiserver.admission.service_account import (
+    LookUp,
+    ServiceAccountAdmission,
+    VolumeName,
+    simple_name,
+)
 from apiserver.admission.service_ips import allocate
 from apiserver.storage.watch_cache import WatchCache
 from kemu.api.v1 import api_pb2, types_pb2
 from kemu.component.version_rules import VersionRules
+from kemu.machinery.kinds import Kind, kind_of
 from kemu.machinery.podgroups import DEFAULT_RULES, PodGroupRules
 from kemu.machinery.subresources import RESIZE
 
@@ -80,11 +91,13 @@ class AdmissionChain:
         topology_labels: tuple[str, ...] = (),
         plugins: AdmissionPlugins = DEFAULT_PLUGINS,
         live_service_account: LookUp | None = None,
+        volume_name: VolumeName = simple_name,
     ) -> None:
         """`written`: per resource, the etcd revision of this apiserver's last write (the
         generic store's): the Priority plugin reads its own writes. `live_service_account`:
         a ServiceAccount read from storage, for the ServiceAccount plugin's retries (None: a
-        registry of a unit test's few kinds, where the cache is all there is)."""
+        registry of a unit test's few kinds, where the cache is all there is). `volume_name`: the
+        ServiceAccount plugin's name of the token volume."""
         self._caches = caches
         self._written = written
         self._toleration_seconds = toleration_seconds
@@ -100,10 +113,25 @@ class AdmissionChain:
             # wall time, also with --clock virtual: the wait is for another process's write
             # (the serviceaccount controller's), not a simulated timer
             anyio.sleep,
+            volume_name,
         )
+        self._node_restriction = (
+            NodeRestriction(self._pod, self._node) if plugins.on(NODE_RESTRICTION) else None
+        )
+
+    async def _restrict(self, req: Request) -> None:
+        """NodeRestriction, when on, for the request's user (issue #60 item 3)."""
+        if self._node_restriction is not None:
+            await self._node_restriction.admit(req, request_user.current())
 
     async def admit_create(self, obj: Message) -> None:
         on = self._on
+        if self._node_restriction is not None:
+            kind = kind_of(obj)
+            meta = obj.metadata  # type: ignore[attr-defined]
+            await self._restrict(
+                Request(CREATE, kind.resource, kind.group, "", meta.namespace, meta.name, obj)
+            )
         if isinstance(obj, types_pb2.Pod):
             if on(LIMIT_RANGER):  # issue #57 kinds-a: LimitRanger's defaults
                 limit_ranger.admit(obj, await self._limit_ranges(obj.metadata.namespace))
@@ -188,7 +216,9 @@ class AdmissionChain:
 
     async def admit_binding(self, binding: api_pb2.Binding) -> None:
         """pods/binding's admission: PodTopologyLabels adds the node's topology labels to the
-        binding, which BindingREST copies onto the pod."""
+        binding, which BindingREST copies onto the pod. (NodeRestriction refuses a node's.)"""
+        meta = binding.metadata
+        await self._restrict(Request(CREATE, "pods", "", "binding", meta.namespace, meta.name))
         if self._topology_labels and binding.target.kind in ("", "Node"):
             node = await self._node(binding.target.name)
             copy_topology_labels(binding.metadata.labels, node, self._topology_labels)
@@ -197,15 +227,59 @@ class AdmissionChain:
         if isinstance(obj, types_pb2.Pod) and self._on(DEFAULT_TOLERATION_SECONDS):
             admit_default_toleration_seconds(obj, self._toleration_seconds)
 
-    async def validate_update(self, obj: Message, subresource: str) -> None:
-        """The validating plugins on an update (of `subresource`, "" the object): LimitRanger
-        on a pod's resize and on a PersistentVolumeClaim (issue #57 gcquota)."""
+    async def validate_update(
+        self, obj: Message, subresource: str, old: Message | None = None
+    ) -> None:
+        """The validating plugins on an update (of `subresource`, "" the object) of `old`:
+        NodeRestriction, LimitRanger on a pod's resize and on a PersistentVolumeClaim
+        (issue #57 gcquota)."""
+        if self._node_restriction is not None and old is not None:
+            kind = kind_of(obj)
+            meta = obj.metadata  # type: ignore[attr-defined]
+            await self._restrict(
+                Request(
+                    UPDATE,
+                    kind.resource,
+                    kind.group,
+                    subresource,
+                    meta.namespace,
+                    meta.name,
+                    obj,
+                    old,
+                )
+            )
         if not self._on(LIMIT_RANGER):
             return
         if isinstance(obj, types_pb2.Pod) and subresource == RESIZE.name:
             limit_ranger.validate(obj, await self._limit_ranges(obj.metadata.namespace))
         elif isinstance(obj, types_pb2.PersistentVolumeClaim) and not subresource:
             limit_ranger.validate_pvc(obj, await self._limit_ranges(obj.metadata.namespace))
+
+    async def admit_delete(self, kind: Kind, namespace: str, name: str) -> None:
+        """The admission of a delete: NodeRestriction (a node deletes only its own pods,
+        Node, Lease, CSINode and slices)."""
+        if self._node_restriction is None:
+            return
+        old = None
+        if kind.resource in self._caches:
+            cache = self._caches[kind.resource]
+            key = f"{cache.prefix}{namespace}/{name}" if namespace else f"{cache.prefix}{name}"
+            found = cache.get(key)
+            old = None if found is None else found.obj
+        await self._restrict(
+            Request(DELETE, kind.resource, kind.group, "", namespace, name, old=old)
+        )
+
+    async def admit_eviction(self, eviction: api_pb2.Eviction) -> None:
+        """pods/eviction's admission: NodeRestriction (a node evicts only its own pods)."""
+        meta = eviction.metadata
+        await self._restrict(
+            Request(CREATE, "pods", "", "eviction", meta.namespace, meta.name, eviction)
+        )
+
+    async def _pod(self, namespace: str, name: str) -> types_pb2.Pod | None:
+        found = await self._fresh_one("pods", namespace, name)
+        return found if isinstance(found, types_pb2.Pod) else None
 
     async def _limit_ranges(self, namespace: str) -> list[types_pb2.LimitRange]:
         if "limitranges" not in self._caches:  # (a registry of a unit test's few kinds)

@@ -17,9 +17,15 @@ admission.go), on by default, acting on a pod's create only:
 - A pod without imagePullSecrets gets the account's.
 - A mirror pod (the kubelet's copy of a static pod) is not changed, and is refused if it names
   a service account or uses a token projection.
+- An account annotated `kubernetes.io/enforce-mountable-secrets: "true"` (any spelling Go's
+  strconv.ParseBool reads as true) limits the pod to the secrets it lists (limitSecretReferences):
+  every secret volume, every init and regular container's env secretKeyRef and envFrom
+  secretRef must name one of the account's `secrets`, and every imagePullSecret one of its
+  `imagePullSecrets`; the first that does not is refused (403) in upstream's words. Upstream
+  deprecated the annotation in 1.32 (prefer namespaces to isolate secrets) but still enforces it.
 
 kemu simulates containers: nothing reads the volume; it is there so that what clients see is
-upstream's pod. (The enforce-mountable-secrets annotation's checks are not modelled.)
+upstream's pod.
 """
 
 from __future__ import annotations
@@ -34,6 +40,10 @@ from kemu.machinery.errors import Forbidden
 from kemu.machinery.pod_types import is_mirror_pod
 
 DEFAULT_SERVICE_ACCOUNT_NAME: Final = "default"
+ENFORCE_MOUNTABLE_SECRETS_ANNOTATION: Final = "kubernetes.io/enforce-mountable-secrets"
+GO_TRUE: Final = frozenset({"1", "t", "T", "TRUE", "true", "True"})
+"""The spellings Go's strconv.ParseBool reads as true (anything else, even unparsable, is
+false for enforceMountableSecrets)."""
 DEFAULT_API_TOKEN_MOUNT_PATH: Final = "/var/run/secrets/kubernetes.io/serviceaccount"
 SERVICE_ACCOUNT_VOLUME_NAME: Final = "kube-api-access"
 WARN_ONLY_BOUND_TOKEN_EXPIRATION_SECONDS: Final = 3607
@@ -46,10 +56,14 @@ RETRY_INTERVAL: Final = (0.1, 0.2)
 LookUp = Callable[[str, str], Awaitable[types_pb2.ServiceAccount | None]]
 """An account by namespace and name, None when there is none."""
 Sleep = Callable[[float], Awaitable[None]]
+VolumeName = Callable[[types_pb2.Pod, str], str]
+"""A name for a volume of the pod that starts with the base given (the apiserver's name
+generator: apiserver/registry/names.py)."""
 
 
-def simple_name(base: str) -> str:
+def simple_name(pod: types_pb2.Pod, base: str) -> str:
     """apiserver's names.SimpleNameGenerator: `base` and 5 random safe characters."""
+    del pod
     return base + "".join(secrets.choice(SAFE_ALPHANUMS) for _ in range(5))
 
 
@@ -77,7 +91,7 @@ class ServiceAccountAdmission:
         cached: LookUp,
         live: LookUp,
         sleep: Sleep,
-        generate_name: Callable[[str], str] = simple_name,
+        generate_name: VolumeName = simple_name,
     ) -> None:
         """`cached`: the lister (the watch cache once it has seen this apiserver's writes);
         `live`: a read from storage; `sleep`: the wait between live reads."""
@@ -108,6 +122,10 @@ class ServiceAccountAdmission:
         if not spec.image_pull_secrets:
             for ref in account.image_pull_secrets:
                 spec.image_pull_secrets.add(name=ref.name)
+        # Validate: the account was read a moment ago (upstream reads it again from the lister)
+        if account.metadata.annotations.get(ENFORCE_MOUNTABLE_SECRETS_ANNOTATION) in GO_TRUE:
+            if refused := limit_secret_references(account, pod):
+                raise Forbidden(f'pods "{pod.metadata.name}" is forbidden: {refused}')
 
     async def _service_account(self, namespace: str, name: str) -> types_pb2.ServiceAccount | None:
         """getServiceAccount."""
@@ -133,7 +151,7 @@ class ServiceAccountAdmission:
         )
         has_volume = bool(volume_name)
         if not volume_name:
-            volume_name = self._generate_name(SERVICE_ACCOUNT_VOLUME_NAME + "-")
+            volume_name = self._generate_name(pod, SERVICE_ACCOUNT_VOLUME_NAME + "-")
         needs_volume = False
         for container in (*spec.init_containers, *spec.containers):
             if any(m.mount_path == DEFAULT_API_TOKEN_MOUNT_PATH for m in container.volume_mounts):
@@ -144,6 +162,47 @@ class ServiceAccountAdmission:
             needs_volume = True
         if needs_volume and not has_volume:
             spec.volumes.add(name=volume_name).projected.CopyFrom(token_volume_source())
+
+
+def limit_secret_references(account: types_pb2.ServiceAccount, pod: types_pb2.Pod) -> str:
+    """limitSecretReferences: why the pod may not use a secret it names, "" when it may."""
+    name = account.metadata.name
+    mountable = {ref.name for ref in account.secrets}
+    spec = pod.spec
+    for volume in spec.volumes:
+        if volume.HasField("secret") and volume.secret.secret_name not in mountable:
+            return (
+                f'volume with secret.secretName="{volume.secret.secret_name}" is not allowed '
+                f"because service account {name} does not reference that secret"
+            )
+    for kind, containers in (
+        ("init container", spec.init_containers),
+        ("container", spec.containers),
+    ):
+        for container in containers:
+            for env in container.env:
+                ref = env.value_from.secret_key_ref
+                if env.value_from.HasField("secret_key_ref") and ref.name not in mountable:
+                    return (
+                        f"{kind} {container.name} with envVar {env.name} referencing "
+                        f'secret.secretName="{ref.name}" is not allowed because service account '
+                        f"{name} does not reference that secret"
+                    )
+            for env_from in container.env_from:
+                if env_from.HasField("secret_ref") and env_from.secret_ref.name not in mountable:
+                    return (
+                        f"{kind} {container.name} with envFrom referencing "
+                        f'secret.secretName="{env_from.secret_ref.name}" is not allowed because '
+                        f"service account {name} does not reference that secret"
+                    )
+    pull_secrets = {ref.name for ref in account.image_pull_secrets}
+    for i, pull in enumerate(spec.image_pull_secrets):
+        if pull.name not in pull_secrets:
+            return (
+                f'imagePullSecrets[{i}].name="{pull.name}" is not allowed because service '
+                f"account {name} does not reference that imagePullSecret"
+            )
+    return ""
 
 
 def _should_automount(account: types_pb2.ServiceAccount, pod: types_pb2.Pod) -> bool:

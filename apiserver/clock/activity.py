@@ -8,6 +8,11 @@ component's identity, the `kemu-clock-identity` metadata kemu.client sets once i
 session); requests from outside the sessions (the REST edge's, untagged clients') are counted
 together. `next_change()` is an event set at the next change.
 
+The apiserver's own work woken by its clock (a pass of the APF ensurer, of the compactor:
+`own_work()` around it) is counted as a request being served, so that an advance holds only
+once the work due then is done (a pass that writes a FlowSchema's status after the advance
+ended would be seen by nobody at the instant it was due).
+
 A request held on a timer of the apiserver's clock (--etcd-latency's wait before an etcd round
 trip: `parked()` around it) is work the clock must move for, as a component's sleep is: it is
 counted apart (`parked_calls`), the apiserver is idle when every request it serves is so held, and a
@@ -29,6 +34,9 @@ from kemu.machinery.virtual_time import ReceivedCalls
 
 _SERVING: ContextVar[str | None] = ContextVar("kemu_clock_serving", default=None)
 """The identity of the component whose request this task serves ("": an outsider's)."""
+
+OWN_WORK = "kube-apiserver (own work)"
+"""What `parked_calls` counts the apiserver's own work under (no component's identity)."""
 
 
 class Activity:
@@ -92,9 +100,24 @@ class Activity:
             self._bump()
 
     @contextmanager
+    def own_work(self) -> Iterator[None]:
+        """Around a pass of the apiserver's own periodic work, woken by its clock: served as
+        a request is (the cluster is not quiescent while it runs), and idle while it waits on
+        a timer of the clock (`parked`, counted under OWN_WORK)."""
+        self.requests += 1
+        self._bump()
+        serving = _SERVING.set(OWN_WORK)
+        try:
+            yield
+        finally:
+            _SERVING.reset(serving)
+            self.requests -= 1
+            self._bump()
+
+    @contextmanager
     def parked(self) -> Iterator[bool]:
         """Around a wait on a timer of the apiserver's clock within the request being served
-        (none: work of the apiserver's own, nothing counted); yields whether to wait at all:
+        or the apiserver's own work (neither: work outside both, nothing counted); yields whether to wait at all:
         not for a request from outside the clock's sessions (a driver's, a test's, kemuctl's),
         which a driver makes at a held instant and which would otherwise wait for a clock
         that only moves once it has its answer."""

@@ -55,6 +55,13 @@ class Metrics:
             ["resource"],
             registry=registry,
         )
+        # k8s.io/apiserver/pkg/storage/cacher/metrics/metrics.go ConsistentReadTotal
+        self.consistent_reads = Counter(
+            "apiserver_watch_cache_consistent_read_total",
+            "Counter for consistent reads from cache.",
+            ["resource", "success", "fallback"],
+            registry=registry,
+        )
 
         # labels() takes a lock and builds a key on every call: keep the children.
         self._request_children: dict[tuple[str, str, str], Counter] = {}

@@ -16,13 +16,27 @@ import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any, Final
 
+import anyio
 import grpc
 from google.protobuf.message import Message
 
+from apiserver.authentication.service_accounts import ServiceAccountTokens
+from apiserver.authorization.modes import Authorization
 from apiserver.clock.activity import Activity
-from apiserver.endpoints.calls import Calls, Context, as_is, handler_of, serialize
-from apiserver.endpoints.inflight import Limiter, limit_stream
+from apiserver.endpoints.calls import (
+    Calls,
+    Context,
+    as_is,
+    authenticated_stream,
+    authorized_stream,
+    handler_of,
+    serialize,
+)
+from apiserver.endpoints.calls import requester as calls_requester
+from apiserver.endpoints.filters.authorization import authorize
+from apiserver.endpoints.inflight import Limiter, grpc_request_info, limit_stream
 from apiserver.endpoints.lists import Lister
+from apiserver.endpoints.rest import token
 from apiserver.endpoints.stream_calls import CallStreams
 from apiserver.endpoints.watches import Watches
 from apiserver.registry.registry import Registry
@@ -30,14 +44,17 @@ from apiserver.storage import encoding
 from apiserver.storage.watch_cache import WatchCache
 from kemu import wire
 from kemu.api.v1 import api_pb2, types_pb2
-from kemu.machinery.errors import BadRequest
-from kemu.machinery.kinds import Kind, kind_for_resource, kind_of, unwrap
+from kemu.machinery.errors import ApiError, BadRequest, InternalError
+from kemu.machinery.kinds import BY_KIND, Kind, kind_for_resource, kind_of, unwrap
 from kemu.machinery.subresources import STATUS
 
 logger = logging.getLogger(__name__)
 
 SERVICE: Final = "kemu.api.v1.Api"
+MAX_BATCH: Final = 1000
+"""The most items an UpdateBatch may carry."""
 COMPONENT_LABEL: Final = "kemu.io/component"
+_SERVICE_ACCOUNT: Final = BY_KIND["ServiceAccount"]
 
 
 class ApiService:
@@ -49,9 +66,11 @@ class ApiService:
         calls: Calls,
         version: Callable[[], api_pb2.ComponentVersion],
         leases: WatchCache,
+        tokens: ServiceAccountTokens,
     ) -> None:
         """`version`: this apiserver's; `leases`: the cache of Leases, where the other
-        components' identity leases are (see kemu.client.identity)."""
+        components' identity leases are (see kemu.client.identity); `tokens`: what answers
+        serviceaccounts/token."""
         self._registry = registry
         self.lister = lister
         self.watches = watches
@@ -59,11 +78,16 @@ class ApiService:
         self._call_streams: CallStreams | None = None
         self._version = version
         self._leases = leases
+        self._tokens = tokens
         self._now = registry.now
 
     @property
     def activity(self) -> Activity:
         return self._calls.activity
+
+    @property
+    def authorization(self) -> Authorization | None:
+        return self._calls.authorization
 
     def server_version(self) -> api_pb2.ComponentVersion:
         return self._version()
@@ -111,6 +135,46 @@ class ApiService:
             return self._wrap(await self._registry.update(unwrap(req.object)))
 
         return await self._calls.serve("update", self._resource_of(req.object), context, call)
+
+    async def update_batch(
+        self, req: api_pb2.UpdateBatchRequest, context: Context[api_pb2.UpdateBatchResponse]
+    ) -> api_pb2.UpdateBatchResponse:
+        """Each item served as its own Update, concurrently: its own compare-and-swap (one
+        etcd transaction, so its own resourceVersion and watch event) and its own outcome;
+        one item's error fails no other. What the batch saves is the call: one request, one
+        decoding, one in-flight seat and one answer for all (docs/virtual-time.md)."""
+
+        async def call() -> api_pb2.UpdateBatchResponse:
+            if len(req.items) > MAX_BATCH:
+                raise BadRequest(
+                    f"items: at most {MAX_BATCH} updates in one UpdateBatch, not {len(req.items)}"
+                )
+            results = [api_pb2.UpdateResult() for _ in req.items]
+            authorization = self._calls.authorization
+            requester = calls_requester(context)
+
+            async def one(item: api_pb2.UpdateRequest, result: api_pb2.UpdateResult) -> None:
+                try:
+                    if authorization is not None and not authorization.always_allow:
+                        # (each item by its own name, as its own Update would be)
+                        info = grpc_request_info("Update", item, requester.user)
+                        authorize(authorization, requester, info)
+                    written = await self._registry.update(unwrap(item.object))
+                except ApiError as e:
+                    result.error.CopyFrom(_status_of(e))
+                except Exception as e:
+                    logger.exception("update %s in a batch failed", self._resource_of(item.object))
+                    result.error.CopyFrom(_status_of(InternalError(f"internal error: {e}")))
+                else:
+                    result.object.MergeFromString(self._wrap(written))
+
+            async with anyio.create_task_group() as tg:
+                for item, result in zip(req.items, results, strict=True):
+                    tg.start_soon(one, item, result)
+            return api_pb2.UpdateBatchResponse(results=results)
+
+        resource = self._resource_of(req.items[0].object) if req.items else ""
+        return await self._calls.serve("update", resource, context, call)
 
     async def update_status(self, req: api_pb2.UpdateRequest, context: Context[bytes]) -> bytes:
         async def call() -> bytes:
@@ -181,6 +245,26 @@ class ApiService:
 
         return await self._calls.serve("create", "pods/eviction", context, call)
 
+    async def create_token(
+        self, req: api_pb2.TokenRequest, context: Context[api_pb2.TokenRequest]
+    ) -> api_pb2.TokenRequest:
+        """serviceaccounts/token, as the REST edge's POST (apiserver/endpoints/rest/token.py):
+        the ServiceAccount read, the request checked and answered by the apiserver's tokens."""
+
+        async def call() -> api_pb2.TokenRequest:
+            meta = req.metadata
+            if not meta.name:
+                raise BadRequest("metadata.name (the ServiceAccount) is required")
+            data = await self._registry.get_bytes(
+                _SERVICE_ACCOUNT, meta.namespace or "default", meta.name
+            )
+            sa = unwrap(api_pb2.Object.FromString(data))
+            assert isinstance(sa, types_pb2.ServiceAccount)
+            answer = token.token_request(self._tokens, self._registry, token.body_of(req), sa)
+            return token.message_of(answer)
+
+        return await self._calls.serve("create", "serviceaccounts/token", context, call)
+
     async def version(
         self, req: api_pb2.VersionRequest, context: Context[api_pb2.VersionInfo]
     ) -> api_pb2.VersionInfo:
@@ -208,10 +292,12 @@ class ApiService:
     def _watch_handler(
         self, limiter: Limiter | None
     ) -> Callable[[bytes, Context[bytes]], AsyncIterator[bytes]]:
-        behaviour = wire.unary_stream(self.watch, api_pb2.WatchRequest)
-        if limiter is None:
-            return behaviour
-        return limit_stream("Watch", behaviour, _decode_watch, limiter)
+        behaviour = authorized_stream(
+            self._calls, "Watch", wire.unary_stream(self.watch, api_pb2.WatchRequest), _decode_watch
+        )
+        if limiter is not None:
+            behaviour = limit_stream("Watch", behaviour, _decode_watch, limiter)
+        return authenticated_stream(behaviour)
 
     def handler(self, limiter: Limiter | None = None) -> grpc.GenericRpcHandler[bytes, object]:
         """The Api service's handlers; every unary method behind `limiter` (the in-flight
@@ -225,11 +311,17 @@ class ApiService:
             "UpdateStatus": unary(
                 "UpdateStatus", self.update_status, api_pb2.UpdateRequest, as_is, limiter
             ),
+            "UpdateBatch": unary(
+                "UpdateBatch", self.update_batch, api_pb2.UpdateBatchRequest, serialize, limiter
+            ),
             "Patch": unary("Patch", self.patch, api_pb2.PatchRequest, as_is, limiter),
             "Delete": unary("Delete", self.delete, api_pb2.DeleteRequest, as_is, limiter),
             "Bind": unary("Bind", self.bind, api_pb2.Binding, serialize, limiter),
             "Resize": unary("Resize", self.resize, api_pb2.UpdateRequest, as_is, limiter),
             "Evict": unary("Evict", self.evict, api_pb2.Eviction, serialize, limiter),
+            "CreateToken": unary(
+                "CreateToken", self.create_token, api_pb2.TokenRequest, serialize, limiter
+            ),
             "Version": unary("Version", self.version, api_pb2.VersionRequest, serialize, limiter),
         }
         handlers: dict[str, grpc.RpcMethodHandler[bytes, Any]] = {
@@ -247,6 +339,11 @@ class ApiService:
             self._call_streams.serve, response_serializer=as_is
         )
         return grpc.method_handlers_generic_handler(SERVICE, handlers)
+
+
+def _status_of(err: ApiError) -> api_pb2.Status:
+    """An error as a batch item's outcome (kemu.wire.error_from_reason reads it back)."""
+    return api_pb2.Status(status="Failure", message=str(err), reason=err.reason, code=err.code)
 
 
 def _decode_watch(data: bytes) -> Message:

@@ -40,6 +40,13 @@ connection's unary calls (upstream's HTTP2MaxStreamsPerConnection, 1000 in
 k8s.io/apiserver/pkg/server/options/recommended.go for apiservers reached through one
 multiplexed connection)."""
 
+UNPACED_CALLS: Final = 32
+"""Calls under way on a stream up to which a message's frames start together (the batching the
+stream is for: its answers leave together too); past it they start one per turn of the event
+loop. Starting every frame one per turn cost the stream 0.15-0.2 ms of apiserver CPU a create
+at 16 in flight (bench streams, load 13-16), half its saving; bench watch_delivery's 256 in
+flight needed the pacing (docs/research/streams.md)."""
+
 Behaviour = Callable[[bytes, ServicerContext[bytes, Any]], Awaitable[Any]]
 """A unary method's behaviour over its request's bytes (kemu.wire.unary's)."""
 
@@ -62,16 +69,27 @@ class FrameAbort(grpc.aio.AbortError):
         self.details = details
 
 
+@dataclass(frozen=True)
+class StreamPeer:
+    """What every call of one stream shares, read from the stream's own context when it
+    opens: its metadata (the user agent), the peer's address and the TLS auth context (the
+    client certificate a call's user comes from: apiserver/endpoints/identity.py)."""
+
+    metadata: tuple[tuple[str, str], ...]
+    address: str
+    auth: dict[str, Iterable[bytes]]
+
+
 class FrameContext(ServicerContext[bytes, Any]):
     """The context of one call on the stream: its metadata is the frame's after the stream's
-    own (the user agent gRPC sent when the stream was opened); `abort` raises FrameAbort, its
-    trailing metadata kept for the reply frame."""
+    own (the user agent gRPC sent when the stream was opened), its peer and auth context the
+    stream's; `abort` raises FrameAbort, its trailing metadata kept for the reply frame."""
 
     def __init__(
         self,
         metadata: tuple[tuple[str, str], ...],
         deadline: float | None,
-        peer: str,
+        peer: StreamPeer,
     ) -> None:
         self._metadata = metadata
         self._deadline = deadline
@@ -104,7 +122,7 @@ class FrameContext(ServicerContext[bytes, Any]):
         return max(self._deadline - time.monotonic(), 0.0)
 
     def peer(self) -> str:
-        return self._peer
+        return self._peer.address
 
     # What no Api behaviour uses: a unary call's context has no messages to read or write.
     async def read(self) -> NoReturn:
@@ -144,7 +162,7 @@ class FrameContext(ServicerContext[bytes, Any]):
         return None
 
     def auth_context(self) -> dict[str, Iterable[bytes]]:
-        return {}
+        return self._peer.auth
 
     def add_done_callback(self, callback: Any) -> None:
         raise NotImplementedError
@@ -243,11 +261,18 @@ class CallStreams:
                 call.cancel()
 
     async def _serve(self, stream: _Open, context: ServicerContext[bytes, bytes]) -> None:
+        # Headers at once: the client writes its first frames once it has them, so that a
+        # server without the stream (UNIMPLEMENTED, headers and status in one) is told apart
+        # from one that broke (kemu/client/call_stream.py _Stream._write).
+        await context.send_initial_metadata(())
         # The stream's own metadata (its user agent), which every call's follows.
-        base = tuple(
-            (k, _text(v)) for k, v in (context.invocation_metadata() or ()) if k == "user-agent"
+        peer = StreamPeer(
+            tuple(
+                (k, _text(v)) for k, v in (context.invocation_metadata() or ()) if k == "user-agent"
+            ),
+            context.peer(),
+            dict(context.auth_context()),
         )
-        peer = context.peer()
         replies = _Replies(context)
         # Plain asyncio tasks, as gRPC serves each unary call in one (a first version with an
         # anyio task group and a scope per call measured no cheaper than unary calls).
@@ -260,7 +285,7 @@ class CallStreams:
                 if stream.draining:
                     reply = _status(frame.id, *_UNPROCESSED)
                 else:
-                    reply = await self._answer(frame, base, peer)
+                    reply = await self._answer(frame, peer)
                 await replies.send(reply)
             except Exception as e:  # (the stream broke: its client fails the call itself)
                 logger.debug("the answer to %s on a Calls stream was lost: %s", frame.method, e)
@@ -286,14 +311,20 @@ class CallStreams:
                         call.cancel()
                     continue
                 calls[frame.id] = loop.create_task(one(frame))
+                if len(calls) > UNPACED_CALLS:
+                    # Past it, one call started per turn of the event loop, as grpc.aio's
+                    # server accepts unary calls (its main loop awaits each request_call:
+                    # server.pyx.pxi _server_main_loop): a burst of frames does not put all
+                    # its calls ahead of the tasks already waiting (the watches' senders),
+                    # and an apiserver past its capacity keeps its backlog in the stream.
+                    await asyncio.sleep(0)
         while calls:  # (the client half-closed: its calls under way are still answered)
             await asyncio.wait(list(calls.values()))
 
     async def _answer(
         self,
         frame: api_pb2.CallFrame,
-        base: tuple[tuple[str, str], ...],
-        peer: str,
+        peer: StreamPeer,
     ) -> api_pb2.ReplyFrame:
         method = self._methods.get(frame.method)
         if method is None:
@@ -304,7 +335,7 @@ class CallStreams:
             )
         timeout = frame.timeout_seconds or None
         deadline = time.monotonic() + timeout if timeout is not None else None
-        metadata = (*base, *((m.key, m.value) for m in frame.metadata))
+        metadata = (*peer.metadata, *((m.key, m.value) for m in frame.metadata))
         context = FrameContext(metadata, deadline, peer)
         try:
             async with asyncio.timeout(timeout):

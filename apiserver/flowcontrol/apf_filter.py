@@ -52,6 +52,8 @@ from apiserver.flowcontrol.queueset import (
     QueuingConfig,
 )
 from kemu.api.v1 import types_pb2
+from kemu.component.clock import Clock, RealClock
+from kemu.component.virtual_clock import move_on_after
 from kemu.machinery import flowcontrol
 from kemu.machinery.errors import TooManyRequests
 
@@ -293,7 +295,8 @@ class _Level:
 
 
 CLASSIFIED_CACHE_SIZE: Final = 4096
-"""Requests' classifications kept (by their RequestInfo) until the configuration moves: a
+"""Requests' classifications kept (by what classification reads of them,
+`match.classified_as`) until the configuration moves: a
 cluster's requests come in few shapes, and the FlowSchemas' rules are a walk of Python
 loops per request (match.go's, cheap in Go)."""
 
@@ -342,13 +345,17 @@ class PriorityAndFairness:
         *,
         now: Callable[[], float] = time.monotonic,
         wait_limit: float = WAIT_LIMIT,
+        wait_clock: Clock | None = None,
         borrowing: BorrowingMetrics | None = None,
     ) -> None:
         """`config()` gives the stored configuration (None: nothing stored yet, the bootstrap
         objects serve), read again when `version()` moves.
         `object_count` the objects a list of the request would read. `borrowing`: the levels
         lend and borrow seats (from 1.26; `update_borrowing` to be called every
-        BORROWING_PERIOD), its gauges; None: each level at its nominal limit."""
+        BORROWING_PERIOD), its gauges; None: each level at its nominal limit. `wait_clock`:
+        the clock a queued request's `wait_limit` runs on, default the host's (upstream's
+        request context deadline, priority-and-fairness.go; its fairqueuing tests run the
+        queue set on a fake clock, testing/eventclock)."""
         self.server_limit = server_limit
         self._config = config
         self._config_version = version
@@ -356,12 +363,13 @@ class PriorityAndFairness:
         self._metrics = metrics
         self._now = now
         self._wait_limit = wait_limit
+        self._wait_clock: Clock = wait_clock if wait_clock is not None else RealClock()
         self._borrowing = borrowing
         self._nominal_sum = 0
         self._version: object = _UNSET
         self._schemas: list[types_pb2.FlowSchema] = []
         self._levels: dict[str, _Level] = {}
-        self._flows: dict[RequestInfo, _Flow | None] = {}
+        self._flows: dict[match.ClassifiedAs, _Flow | None] = {}
         self.retry_after = RetryAfter(time.time)
 
     # ------------------------------------------------------------ configuration
@@ -462,15 +470,16 @@ class PriorityAndFairness:
 
     def _flow(self, info: RequestInfo) -> _Flow | None:
         self._refresh()
+        key = match.classified_as(info)
         try:
-            return self._flows[info]
+            return self._flows[key]
         except KeyError:
             pass
         c = match.classify(self._schemas, set(self._levels), info)
         flow = _Flow.of(c, self._metrics) if c is not None else None
         if len(self._flows) >= CLASSIFIED_CACHE_SIZE:
             self._flows.clear()
-        self._flows[info] = flow
+        self._flows[key] = flow
         return flow
 
     def dump_requests(self, params: Mapping[str, str]) -> list[dict[str, object]]:
@@ -539,7 +548,7 @@ class PriorityAndFairness:
             request.on_decision = decided.set
             flow.inqueue.inc()
             try:
-                with anyio.move_on_after(self._wait_limit):
+                async with move_on_after(self._wait_clock, self._wait_limit):
                     await decided.wait()
             except BaseException:  # (its caller went away)
                 if not queues.give_up(request, CANCELLED):

@@ -14,6 +14,7 @@ from typing import Final
 from apiserver.endpoints.inflight import RequestInfo
 from kemu.api.v1 import types_pb2
 from kemu.machinery import flowcontrol
+from kemu.machinery.user import UserInfo
 
 ALL: Final = flowcontrol.ALL
 SERVICE_ACCOUNT_PREFIX: Final = "system:serviceaccount:"
@@ -35,6 +36,29 @@ class Classification:
         blake2b: the hand differs, the rule is the same)."""
         data = f"{self.flow_schema_name}\x00{self.distinguisher}".encode()
         return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big")
+
+
+ClassifiedAs = tuple[str, str, str, str, str, UserInfo]
+"""What of a request its classification reads (`classified_as`)."""
+
+
+def classified_as(info: RequestInfo) -> ClassifiedAs:
+    """The parts of `info` that `classify` reads: the verb, API group, resource (with its
+    subresource) and namespace of a resource request or the path of a non-resource one, and
+    the user (subjects; the ByUser distinguisher). Requests alike in these are classified
+    alike, whatever object they name or selector they carry (match.go reads no name), so a
+    classification kept under this key serves every pod's get, binding and status PATCH of one
+    user, where a key of the whole RequestInfo missed on each new name."""
+    if info.is_resource_request:
+        return (
+            info.verb,
+            info.api_group,
+            info.resource_and_subresource,
+            info.namespace,
+            "",
+            info.user,
+        )
+    return (info.verb, "", "", "", info.path, info.user)
 
 
 def ordered(schemas: Iterable[types_pb2.FlowSchema]) -> list[types_pb2.FlowSchema]:

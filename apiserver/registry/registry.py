@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import copy
 import logging
-import secrets
-import string
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -39,8 +37,9 @@ from apiserver.admission.pod_topology_labels import TOPOLOGY_LABELS
 from apiserver.admission.resource_quota import ResourceQuotaAdmission
 from apiserver.registry.eviction import EvictionREST
 from apiserver.registry.field_managers import FieldTracker, apply_conflict
+from apiserver.registry.names import RANDOM_NAMES, NameGenerator
 from apiserver.registry.patch import merge_patched, parse_patch
-from apiserver.registry.store import GenericStore, Mutation, Stored, copy_of, meta_of
+from apiserver.registry.store import GenericStore, Mutation, Stored, copy_of, meta_of, subject
 from apiserver.registry.subresources import (
     ApprovalREST,
     BindingREST,
@@ -57,6 +56,7 @@ from kemu.component.clock import Clock, RealClock
 from kemu.component.featuregate import (
     POD_DISRUPTION_CONDITIONS,
     POD_TOPOLOGY_LABELS_ADMISSION,
+    RETRY_GENERATE_NAME,
     FeatureGates,
 )
 from kemu.component.strategy_options import strategy_options
@@ -67,7 +67,7 @@ from kemu.machinery import namespaces as ns_rules
 from kemu.machinery import patch as patches
 from kemu.machinery.delete_options import check_preconditions
 from kemu.machinery.deletion import DeleteOptions
-from kemu.machinery.errors import BadRequest, Invalid, NotFound, Subject
+from kemu.machinery.errors import AlreadyExists, BadRequest, Invalid, NotFound, Subject
 from kemu.machinery.jsonvalue import JSON, JSONObject
 from kemu.machinery.kinds import BY_KIND, Kind, Served, kind_for_resource, kind_of
 from kemu.machinery.managedfields import apply as apply_rules
@@ -83,6 +83,14 @@ logger = logging.getLogger(__name__)
 _POD: Final = BY_KIND["Pod"]
 _NAMESPACE: Final = BY_KIND["Namespace"]
 _SERVICE_ACCOUNT: Final = BY_KIND["ServiceAccount"]
+GENERATE_NAME_ATTEMPTS: Final = 8
+"""store.go's maxNameGenerationCreateAttempts: with RetryGenerateName, a create by
+generateName tries this many names in all before it answers AlreadyExists."""
+
+
+def _never_taken(name: str) -> bool:
+    del name
+    return False
 
 
 @dataclass(frozen=True)
@@ -97,6 +105,8 @@ class RegistrySettings:
     """--runtime-config: with the version and the gates, what is served (`Served.at`)."""
     admission: AdmissionPlugins = DEFAULT_PLUGINS
     """The admission plugins enabled (--enable-/--disable-admission-plugins)."""
+    names: NameGenerator = RANDOM_NAMES
+    """What makes up the names of creates by generateName (apiserver.registry.names)."""
 
 
 class Registry:
@@ -109,6 +119,7 @@ class Registry:
     ) -> None:
         self.store = GenericStore(store, caches, clock or RealClock())
         self._gates = settings.gates
+        self._names = settings.names
         self._strategy_options = strategy_options(settings.gates)
         self._clock = self.store.clock
         self._now = self._clock.now
@@ -125,6 +136,7 @@ class Registry:
             else (),
             plugins,
             self._live_service_account,
+            self._volume_name,
         )
         self.lifecycle = NamespaceLifecycle(
             self._cached_namespace,
@@ -132,7 +144,6 @@ class Registry:
             clock=self._clock,
             enabled=plugins.on(NAMESPACE_LIFECYCLE),
         )
-        self.fields = FieldTracker()  # issue #57: managedFields
         self._eviction_rules = VersionRules.at(settings.version)
         # issue #57 kinds-a; without the plugin there is no quota to charge
         self._quota_cache = (
@@ -146,6 +157,7 @@ class Registry:
         write or get of another kind is NotFound on both edges. (Lists and watches of the
         gRPC edge serve every kind: kemu's controllers list them all, where upstream's find
         the served ones by discovery.)"""
+        self.fields = FieldTracker(self.served)  # issue #57: managedFields
         self._serve_subresources()
 
     def _serve_subresources(self) -> None:
@@ -198,6 +210,15 @@ class Registry:
     def _cached_namespace(self, name: str) -> types_pb2.Namespace | None:
         obj = self.store.cached(_NAMESPACE, "", name)
         return obj if isinstance(obj, types_pb2.Namespace) else None
+
+    def _volume_name(self, pod: types_pb2.Pod, base: str) -> str:
+        """The ServiceAccount plugin's token volume's name (SimpleNameGenerator, as upstream's
+        plugin): a sequence of the pod's own, so that a pod's volume is named alike each run
+        on the virtual clock."""
+        meta = pod.metadata
+        return self._names.generate(
+            "pods/volumes", f"{meta.namespace}/{meta.name}", base, _never_taken
+        )
 
     async def _live_service_account(
         self, namespace: str, name: str
@@ -269,11 +290,40 @@ class Registry:
             meta.namespace = meta.namespace or "default"
         else:
             meta.namespace = ""
-        if not meta.name and meta.generate_name:
-            suffix = "".join(
-                secrets.choice(string.ascii_lowercase + string.digits) for _ in range(5)
-            )
-            meta.name = meta.generate_name + suffix
+        if meta.name or not meta.generate_name:
+            return await self._create(kind, obj, managed_fields)
+        # store.go Create: with RetryGenerateName, each attempt is a whole create of a copy
+        # under a new name (createWithGenerateNameRetry); a name still taken at the end is
+        # rest.CheckGeneratedNameError's conflict.
+        attempts = GENERATE_NAME_ATTEMPTS if self._gates.enabled(RETRY_GENERATE_NAME) else 1
+        for attempt in range(attempts):
+            candidate = obj if attempt == attempts - 1 else copy_of(obj)
+            async with self._names.turn(kind.resource, meta.namespace, meta.generate_name):
+                meta_of(candidate).name = self._names.generate(
+                    kind.resource,
+                    meta.namespace,
+                    meta.generate_name,
+                    lambda name: self.store.cached(kind, meta.namespace, name) is not None,
+                )
+                try:
+                    return await self._create(kind, candidate, managed_fields)
+                except AlreadyExists as e:
+                    taken = meta_of(candidate).name
+                    logger.info("generated name %s of %s taken: %s", taken, kind.resource, e)
+        raise AlreadyExists(
+            f'{kind.qualified_resource} "{taken}" already exists, the server was not able to '
+            "generate a unique name for the object",
+            subject=subject(kind, taken),
+        )
+
+    async def _create(
+        self,
+        kind: Kind,
+        obj: Message,
+        managed_fields: list[types_pb2.ManagedFieldsEntry] | None,
+    ) -> tuple[Message, bytes]:
+        """One attempt of create_owned, once `obj` has its name and namespace."""
+        meta = meta_of(obj)
         if kind.namespaced:
             await self.lifecycle.admit_create(kind.resource, meta.name, meta.namespace)
         meta.uid = str(uuid.uuid4())
@@ -329,7 +379,7 @@ class Registry:
     async def _admit_update(self, current: Message, new: Message, subresource: str) -> Message:
         """The validating admission of an update, inside the compare-and-swap loop as upstream's
         (LimitRanger, then ResourceQuota charging what the update adds: issue #57 gcquota)."""
-        await self.admission.validate_update(new, subresource)
+        await self.admission.validate_update(new, subresource, current)
         await self._quota.admit_update(new, current, subresource)
         return new
 
@@ -511,6 +561,7 @@ class Registry:
             orphan_dependents=orphan_dependents,
         )
         options.validate()
+        await self.admission.admit_delete(kind, namespace, name)
         if kind is _NAMESPACE:
             return await self._delete_namespace(name, uid=uid, resource_version=resource_version)
         return await self.store.delete(kind, namespace, name, options)
@@ -526,4 +577,5 @@ class Registry:
         return result
 
     async def evict(self, eviction: api_pb2.Eviction) -> None:
+        await self.admission.admit_eviction(eviction)
         await self.eviction.create(eviction)

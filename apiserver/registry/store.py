@@ -67,10 +67,26 @@ def copy_of(obj: M) -> M:
 
 @dataclass(frozen=True)
 class Stored:
-    """An object read from etcd with its mod revision."""
+    """An object read from etcd with its mod revision, and the bytes etcd holds for it when
+    known (`data`: its value, resourceVersion empty)."""
 
     obj: Message
     revision: int
+    data: bytes | None = None
+
+    def stored_bytes(self) -> bytes:
+        """What a write's bytes are compared with to tell a no-op: the bytes read, as
+        upstream's GuaranteedUpdate compares with origState.data (etcd3/store.go), else the
+        object's own."""
+        return self.data if self.data is not None else stored_bytes(self.obj)
+
+    def mutable(self) -> Message:
+        """A copy of the object to mutate (`obj` may be the watch cache's): parsed from the
+        bytes read when there are some (upb copies a message by serializing it and parsing
+        that: half the work)."""
+        if self.data is None:
+            return copy_of(self.obj)
+        return self.obj.FromString(encoding.with_resource_version(self.data, self.revision))
 
 
 @dataclass(frozen=True)
@@ -123,10 +139,10 @@ class GenericStore:
         kv = await self._store.get(key)
         if kv is None:
             raise not_found(kind, name)
-        return Stored(self._decode(kind, kv), kv.mod_revision)
+        return self._stored(kind, kv)
 
     def _stored(self, kind: Kind, kv: KeyValue) -> Stored:
-        return Stored(self._decode(kind, kv), kv.mod_revision)
+        return Stored(self._decode(kind, kv), kv.mod_revision, kv.value)
 
     def cached(self, kind: Kind, namespace: str, name: str) -> Message | None:
         """The watch cache's object for the key (shared with the cache: never mutate it)."""
@@ -140,7 +156,7 @@ class GenericStore:
         cache = self._caches.get(kind.resource)
         co = cache.get(object_key(kind, namespace, name)) if cache is not None else None
         if co is not None:
-            return _Guess(Stored(co.obj, co.revision), current=False)
+            return _Guess(Stored(co.obj, co.revision, co.stored_value()), current=False)
         return _Guess(await self.read(kind, namespace, name), current=True)
 
     async def get_bytes(self, kind: Kind, namespace: str, name: str) -> bytes:
@@ -221,7 +237,7 @@ class GenericStore:
             try:
                 if precondition_rv and precondition_rv != str(state.revision):
                     raise Conflict(conflict(kind, name), subject=subject(kind, name))
-                result = mutate(copy_of(state.obj))
+                result = mutate(state.mutable())
                 updated = await result if isinstance(result, Awaitable) else result
             except Exception:
                 if guess.current:
@@ -233,7 +249,7 @@ class GenericStore:
                 continue
             # The bytes compared are the bytes written (one serialization, not two).
             data = stored_bytes(updated)
-            if data == stored_bytes(state.obj):
+            if data == state.stored_bytes():
                 # No-op writes do not bump the resourceVersion, as upstream; a stale guess
                 # is confirmed first: when the object moved, the mutation runs again on the
                 # current state (it might not be a no-op there).
@@ -282,7 +298,7 @@ class GenericStore:
             if plan.outcome is not Outcome.KEEP and plan.outcome is not Outcome.DELETE:
                 data = stored_bytes(plan.obj)
             if plan.outcome is Outcome.KEEP or (
-                data is not None and data == stored_bytes(current.obj)
+                data is not None and data == current.stored_bytes()
             ):
                 # a graceful deletion is pending, or already marked
                 if not guess.current:

@@ -12,6 +12,12 @@ watcher whose filter matches. Each watcher has a bounded buffer: a watcher too s
 is closed (its client resumes from the last resourceVersion it saw, or relists), so a slow
 client never blocks the cache or other watchers.
 
+Watchers whose field selector requires one value of the kind's trigger field (a pod's
+spec.nodeName, a node's metadata.name: upstream's TriggerFunc of the pod and node storage,
+pkg/registry/core/{pod,node}/storage/storage.go) are kept by that value, as the upstream
+cacher's valueWatchers: a change is tested against the watchers of the values its object had
+before and after it and against the others, not against every kubelet's watch.
+
 Filtering follows the upstream cacher: an object that starts matching a watcher's selectors is
 sent as ADDED, one that stops matching as DELETED, otherwise MODIFIED.
 
@@ -40,6 +46,7 @@ from apiserver.storage.etcd import EtcdStore, Progress, StorageEvent
 from kemu.api.v1 import api_pb2
 from kemu.component.clock import Clock, RealClock
 from kemu.machinery.errors import Cause, Expired, Gone, InternalError, Timeout, Unavailable
+from kemu.machinery.fields import Getter, getter
 from kemu.machinery.kinds import INITIAL_EVENTS_END_ANNOTATION, Kind
 
 logger = logging.getLogger(__name__)
@@ -60,6 +67,9 @@ LATE_CHANGE_LOG: Final = (
 """Logged when a change comes at or below the revision the cache was at: a watcher that
 resumed past it never gets it (the chaos harness counts such lines as violations)."""
 FRESHNESS_TIMEOUT: Final = 3.0  # how long a request waits for a resourceVersion (upstream 3 s)
+TRIGGER_FIELDS: Final = {("", "Pod"): "spec.nodeName", ("", "Node"): "metadata.name"}
+"""The field by whose value a kind's watchers are kept (by (group, kind); upstream's storage
+TriggerFunc: pod.NodeNameTriggerFunc, node.NameTriggerFunc)."""
 
 
 def too_large_resource_version(requested: int, current: int) -> Timeout:
@@ -74,15 +84,42 @@ def too_large_resource_version(requested: int, current: int) -> Timeout:
 class ObjectFilter(Protocol):
     def matches(self, obj: Message) -> bool: ...
 
+    def exact(self, field: str) -> str | None:
+        """The one value the filter lets `field` have, if it requires one."""
+        ...
+
+
+class CacheObserver(Protocol):
+    """An in-process consumer of the cache's changes (the Node authorizer's graph: upstream
+    feeds it from shared informers), told synchronously as the cache applies them."""
+
+    def replaced(self, objects: Iterable[Message]) -> None:
+        """The cache holds these objects now, and nothing else (it started or relisted)."""
+        ...
+
+    def changed(self, event_type: str, obj: Message, prev: Message | None) -> None:
+        """ADDED, MODIFIED (with the previous state) or DELETED (the last state)."""
+        ...
+
 
 @dataclass(slots=True)
 class CachedObject:
-    """One object as served: decoded (resourceVersion set) and its Object envelope bytes."""
+    """One object as served: decoded (resourceVersion set) and its Object envelope bytes,
+    which hold the bytes etcd stores at [value_start, value_end) (none for a DELETED event's
+    last state, re-encoded at the deletion's revision: value_end 0)."""
 
     key: str
     obj: Message
     revision: int
     envelope: bytes
+    value_start: int = 0
+    value_end: int = 0
+
+    def stored_value(self) -> bytes | None:
+        """The object's bytes as etcd holds them (resourceVersion empty), or None: what a
+        write compares its own with, and a copy to mutate parses (cheaper than copying
+        `obj`, which upb does by serializing it and parsing that)."""
+        return self.envelope[self.value_start : self.value_end] if self.value_end else None
 
 
 @dataclass(slots=True)
@@ -115,6 +152,9 @@ class Watcher:
     after: int  # deliver only events with a higher revision
     send: MemoryObjectSendStream[bytes]
     closed: bool = False
+    trigger: str | None = None
+    """The value of the cache's trigger field this watcher's filter requires (then it is
+    kept by it), or None."""
 
     def _matches(self, co: CachedObject | None) -> bool:
         if co is None:
@@ -191,6 +231,13 @@ class WatchCache:
         # dropped, and logged, since a watcher that resumed past one never gets it.
         self._late_events = 0
         self._watchers: set[Watcher] = set()
+        # The watchers by the trigger value their filter requires, and the rest.
+        trigger = TRIGGER_FIELDS.get((kind.group, kind.kind)) if not kind.custom else None
+        self._trigger_field = trigger
+        self._trigger_value: Getter | None = getter(kind.resource, trigger) if trigger else None
+        self._by_trigger: dict[str, set[Watcher]] = {}
+        self._unindexed: set[Watcher] = set()
+        self._observers: list[CacheObserver] = []
         self._watches_ended = False
         self._ready = anyio.Event()
         # Set (and dropped) when the revision moves; made only while someone waits for it
@@ -208,10 +255,19 @@ class WatchCache:
     async def wait_ready(self) -> None:
         await self._ready.wait()
 
+    def observe(self, observer: CacheObserver) -> None:
+        """Tells `observer` of every change from now on, and of the objects held now when
+        the cache is ready (else once it is)."""
+        self._observers.append(observer)
+        if self.ready:
+            observer.replaced(co.obj for co in self._objects.values())
+
     def _decode(self, key: str, value: bytes, revision: int) -> CachedObject:
         data = encoding.with_resource_version(value, revision)
         obj = self.kind.message.FromString(data)
-        return CachedObject(key, obj, revision, encoding.envelope(self._field, data))
+        envelope = encoding.envelope(self._field, data)
+        start = len(envelope) - len(data)  # (the envelope's tag and length come first)
+        return CachedObject(key, obj, revision, envelope, start, start + len(value))
 
     async def wait_fresh(self, revision: int, timeout: float = FRESHNESS_TIMEOUT) -> bool:  # noqa: ASYNC109
         """Waits until the cache has reached `revision` (upstream's waitUntilFreshAndBlock): a
@@ -347,6 +403,8 @@ class WatchCache:
             start = current
             objects = await self._read_all(start)
         self._objects = objects
+        for observer in self._observers:
+            observer.replaced(co.obj for co in objects.values())
         self._history.clear()
         self._history_start = start
         self.revision = start
@@ -423,6 +481,11 @@ class WatchCache:
             self.revision = max(self.revision, sev.revision)
             self._record(ev)
             self._dispatch(ev)
+            for observer in self._observers:
+                try:
+                    observer.changed(ev.type, ev.cur.obj, ev.prev.obj if ev.prev else None)
+                except Exception:  # a bug of the observer's: the cache and its watchers go on
+                    logger.exception("watch cache for %s: an observer failed", self.kind.resource)
         self._moved()
 
     def _record(self, ev: CacheEvent) -> None:
@@ -459,8 +522,24 @@ class WatchCache:
             co.key, obj, revision, encoding.envelope(self._field, obj.SerializeToString())
         )
 
+    def _recipients(self, ev: CacheEvent) -> list[Watcher]:
+        """The watchers that may see `ev`: those kept by the trigger value its object had
+        before or has after it, and every watcher not kept by one (upstream's
+        cacher.dispatchEvent: valueWatchers of the event's trigger values, allWatchers)."""
+        value_of = self._trigger_value
+        if value_of is None or not self._by_trigger:
+            return list(self._watchers)
+        out = list(self._unindexed)
+        cur = value_of(ev.cur.obj)
+        out.extend(self._by_trigger.get(cur, ()))
+        if ev.prev is not None:
+            prev = value_of(ev.prev.obj)
+            if prev != cur:
+                out.extend(self._by_trigger.get(prev, ()))
+        return out
+
     def _dispatch(self, ev: CacheEvent) -> None:
-        for w in list(self._watchers):
+        for w in self._recipients(ev):
             if ev.revision <= w.after:
                 continue
             t = w.event_type(ev)
@@ -497,17 +576,22 @@ class WatchCache:
         if resource_version is not None and resource_version < self._history_start:
             raise Expired(f"too old resource version: {resource_version} ({self._history_start})")
         send, receive = anyio.create_memory_object_stream[bytes](self._watcher_buffer)
+        trigger = (
+            filter.exact(self._trigger_field)
+            if filter is not None and self._trigger_field is not None
+            else None
+        )
         initial: list[bytes] = []
         # Watchers are sent every change after the last one the cache received: a progress
         # notification may have moved self.revision ahead of changes still to come.
         if resource_version is None:
-            w = Watcher(namespace, filter, self._event_revision, send)
+            w = Watcher(namespace, filter, self._event_revision, send, trigger=trigger)
             for co in self._objects.values():
                 data = w.initial(co)
                 if data is not None:
                     initial.append(data)
         else:
-            w = Watcher(namespace, filter, resource_version, send)
+            w = Watcher(namespace, filter, resource_version, send, trigger=trigger)
             # The history is in revision order and may hold ~100,000 events: find the first
             # one to send rather than test them all.
             first = bisect.bisect_right(self._history, resource_version, key=_revision)
@@ -517,6 +601,10 @@ class WatchCache:
                     initial.append(ev.frame(t))
             w.after = max(resource_version, self._event_revision)
         self._watchers.add(w)
+        if trigger is None:
+            self._unindexed.add(w)
+        else:
+            self._by_trigger.setdefault(trigger, set()).add(w)
         self._notify()
         return initial, receive, w
 
@@ -542,6 +630,13 @@ class WatchCache:
     def _close(self, w: Watcher) -> None:
         if w in self._watchers:
             self._watchers.discard(w)
+            if w.trigger is None:
+                self._unindexed.discard(w)
+            else:
+                kept = self._by_trigger[w.trigger]
+                kept.discard(w)
+                if not kept:
+                    del self._by_trigger[w.trigger]
             self._notify()
         if not w.closed:
             w.closed = True

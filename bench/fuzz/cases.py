@@ -578,8 +578,9 @@ def rest_framing(rng: random.Random) -> Request:
         [
             b"GET /api/v1/pods HTTP/1.1\r\nContent-Length: abc\r\n\r\n",
             b"POST /api/v1/namespaces/fuzz/pods HTTP/1.1\r\nContent-Length: -5\r\n\r\n",
-            b"GET /api/v1/pods HTTP/1.1\r\nX: " + b"a" * 20_000 + b"\r\n\r\n",
-            b"GET /" + b"a" * 20_000 + b" HTTP/1.1\r\n\r\n",
+            # (over upstream's MaxHeaderBytes, 1 MiB, the REST edge's too)
+            b"GET /api/v1/pods HTTP/1.1\r\nX: " + b"a" * (MiB + 1) + b"\r\n\r\n",
+            b"GET /" + b"a" * (MiB + 1) + b" HTTP/1.1\r\n\r\n",
             b"\xff\xfe /api HTTP/1.1\r\n\r\n",
             b"GET /api/v1/pods HTTP/1.1\r\nno-colon\r\n\r\n",
             b"GET /api/v1/pods HTTP/9.9\r\n\r\n",

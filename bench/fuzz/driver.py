@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import random
 import sys
 import tempfile
@@ -18,13 +19,14 @@ from collections import Counter
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
+from itertools import count, islice
 from pathlib import Path
 from typing import Final
 
 import aiohttp
 import grpc
 
-from bench.fuzz import cases, send
+from bench.fuzz import cases, secured, send
 from bench.fuzz.cases import Case, Grpc, Http, Raw
 from kemu.api.cloud.v1 import cloud_pb2
 from kemu.api.v1 import types_pb2
@@ -182,7 +184,49 @@ def report(outcomes: list[send.Outcome], changes: list[str], healthy: bool, seco
     return "\n".join(lines)
 
 
+async def fuzz_secured(args: argparse.Namespace) -> int:
+    """`--security`: the catalog and well-formed writes as every kind of caller
+    (bench/fuzz/secured.py), each answer judged as upstream's."""
+    # (the other CA's certificate ends its TLS connections: asyncio warns of each write after)
+    logging.getLogger("asyncio").setLevel(logging.ERROR)
+    rng = random.Random(args.seed)
+    families = args.family or secured.FAMILIES
+    with (
+        tempfile.TemporaryDirectory(prefix="kemu-fuzz-") as tmp,
+        secured.secured_cluster(Path(tmp)) as cluster,
+    ):
+        async with secured.callers(cluster) as callers:
+            drawn = (secured.pair(callers.all, families[i % len(families)], rng) for i in count())
+            batch = list(islice((d for d in drawn if d is not None), args.requests))
+            before = await secured.snapshot(callers.admin)
+            judged: list[secured.Judged] = []
+            queue = iter(batch)
+
+            async def worker() -> None:
+                for caller, case in queue:
+                    outcome = await caller.throw(case)
+                    judged.append(secured.Judged(caller, outcome, caller.judge(case, outcome)))
+
+            start = time.perf_counter()
+            await asyncio.gather(*(worker() for _ in range(args.concurrency)))
+            seconds = time.perf_counter() - start
+            changes = changed(before, await secured.snapshot(callers.admin))
+    print(secured.report(judged, changes, seconds))
+    wrong = [j for j in judged if j.problem]
+    for j in wrong[: args.show]:
+        print("WRONG", j.line())
+    for c in changes:
+        print("CHANGED", c)
+    print(
+        f"seed {args.seed} (replay: python -m bench fuzz --security --seed {args.seed} "
+        f"--requests {args.requests})"
+    )
+    return 1 if wrong or changes else 0
+
+
 async def fuzz(args: argparse.Namespace) -> int:
+    if args.security:
+        return await fuzz_secured(args)
     with (
         tempfile.TemporaryDirectory(prefix="kemu-fuzz-") as tmp,
         fuzz_cluster(Path(tmp)) as cluster,
@@ -212,8 +256,16 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--requests", type=int, default=10_000)
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--concurrency", type=int, default=16)
-    p.add_argument("--family", action="append", choices=sorted(cases.FAMILIES))
+    p.add_argument(
+        "--family", action="append", choices=sorted({*cases.FAMILIES, secured.WELL_FORMED})
+    )
     p.add_argument("--show", type=int, default=40, help="bad outcomes printed at most")
+    p.add_argument(
+        "--security",
+        action="store_true",
+        help="apiservers with TLS, ServiceAccount tokens and Node,RBAC; the requests as "
+        "anonymous, bad-credential, unprivileged and privileged callers (bench/fuzz/secured.py)",
+    )
     args = p.parse_args(argv)
     if args.seed is None:
         args.seed = random.randrange(2**32)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -167,17 +167,23 @@ async def _response(reader: asyncio.StreamReader) -> bytes:
     return head + b"\r\n\r\n" + body
 
 
-async def call(channel: grpc.aio.Channel, case: Case) -> Outcome:
+async def call(
+    channel: grpc.aio.Channel, case: Case, credentials: Sequence[tuple[str, str]] = ()
+) -> Outcome:
+    """The call, with `credentials` as its metadata (a bearer token's)."""
     r = case.request
     assert isinstance(r, Grpc)
+    md = tuple(credentials) or None
     try:
         if r.stream:
-            stream = channel.unary_stream(r.method, None, None)(r.body, timeout=TIMEOUT)
+            stream = channel.unary_stream(r.method, None, None)(
+                r.body, timeout=TIMEOUT, metadata=md
+            )
             async for _ in stream:
                 break  # a refused watch never sends a message
             stream.cancel()
             return Outcome(case, "OK", "")
-        await channel.unary_unary(r.method, None, None)(r.body, timeout=TIMEOUT)
+        await channel.unary_unary(r.method, None, None)(r.body, timeout=TIMEOUT, metadata=md)
     except grpc.aio.AioRpcError as e:
         code = e.code()
         status = HUNG if code is grpc.StatusCode.DEADLINE_EXCEEDED else code.name

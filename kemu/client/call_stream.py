@@ -9,10 +9,12 @@ leave together in the next (a combining writer, on each side: no task of its own
 made together cost one message each way.
 
 The stream is opened on the first call and again after it ends: a stream that breaks (the
-apiserver restarts, the connection drops) fails the calls waiting on it with its status
-(UNAVAILABLE), as a broken connection fails unary calls in flight, and the next call opens
-another. A call cancelled by its caller sends a cancel frame; one past its deadline fails with
-DEADLINE_EXCEEDED here and is ended by the server's own bound of the same timeout.
+apiserver restarts, the connection drops) fails the calls it may have delivered with its status
+(UNAVAILABLE), as a broken connection fails unary calls in flight, and sends those that never
+left the client (not written yet, or whose write failed) again on the next stream within their
+deadline, as gRPC's transparent retry sends again a unary call that was never sent. A call
+cancelled by its caller sends a cancel frame; one past its deadline fails with DEADLINE_EXCEEDED
+here and is ended by the server's own bound of the same timeout.
 """
 
 from __future__ import annotations
@@ -32,6 +34,19 @@ from kemu.api.v1 import api_pb2
 METHOD: Final = "/kemu.api.v1.Api/Calls"
 
 _CODES: Final = {code.value[0]: code for code in grpc.StatusCode}
+
+_LEAST_TIMEOUT: Final = 1e-3
+"""The timeout a frame carries when its deadline has just passed (0 would be none)."""
+
+_CLOSE_WAIT: Final = 1.0
+"""How long closing a stream waits for gRPC's core to end its pending read."""
+
+_RESENT: Final = frozenset(
+    (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.INTERNAL, grpc.StatusCode.OK)
+)
+"""The statuses of an ended stream whose unsent calls are sent again on the next: a broken
+connection (UNAVAILABLE), a write gRPC's core failed on a stream it had ended (INTERNAL), a
+clean end (a drained stream)."""
 
 
 class Transport(enum.Enum):
@@ -57,6 +72,11 @@ class _Unprocessed(Exception):
     draining server refused (transparent retry)."""
 
 
+class StreamUnsupported(Exception):
+    """The server does not serve the Calls stream (a gRPC server of the Api without it: an
+    older kemu, a test's servicer): the call was not made, and the client makes it unary."""
+
+
 def _serialize(data: bytes) -> bytes:
     return data
 
@@ -65,22 +85,42 @@ class _Stream:
     """One incarnation of the stream: its gRPC call, the calls waiting for an answer on it, and
     the frames not written yet."""
 
-    def __init__(self, call: grpc.aio.StreamStreamCall[bytes, api_pb2.ReplyFrames]) -> None:
+    def __init__(
+        self,
+        call: grpc.aio.StreamStreamCall[bytes, api_pb2.ReplyFrames],
+        wait_for_ready: bool,
+    ) -> None:
         self.call = call
+        self._wait_for_ready = wait_for_ready
         self.waiting: dict[int, asyncio.Future[api_pb2.ReplyFrame]] = {}
         self._pending: list[api_pb2.CallFrame] = []
+        self._deadlines: dict[int, float] = {}
+        """The deadline of each call not written yet (the event loop's time): a frame carries
+        the time left when it is written, whatever it waited for before."""
+        self._writing: frozenset[int] = frozenset()
+        """The ids of the frames being written: until the write ends, nobody knows whether
+        they left."""
+        self._write_failed = False
+        self._broken: Exception | None = None
+        """What the stream ended with, once the reader has seen it end: the error of the calls
+        written on it and not answered."""
         self._lock = asyncio.Lock()
         self.draining = False
-        """The server answered a call unprocessed: it answers the calls under way on this
-        stream, and new calls go to another."""
+        """The server answered a call unprocessed, or a write failed: it answers the calls
+        under way on this stream, and new calls go to another."""
+        self.answered = False
+        """The server has answered on this stream."""
+        self._headers = False
+        """The server's headers have come: it serves the stream."""
         self.reader = asyncio.get_running_loop().create_task(self._read())
 
     @property
     def open(self) -> bool:
         return not self.draining and not self.call.done() and not self.reader.done()
 
-    async def send(self, frame: api_pb2.CallFrame) -> None:
+    async def send(self, frame: api_pb2.CallFrame, deadline: float) -> None:
         self._pending.append(frame)
+        self._deadlines[frame.id] = deadline
         await self.flush()
 
     async def flush(self) -> None:
@@ -90,9 +130,63 @@ class _Stream:
             batch, self._pending = self._pending, []
             # (shielded: the batch holds other calls' frames, which a cancelled caller's
             # write must not lose)
-            await asyncio.shield(
-                self.call.write(api_pb2.CallFrames(frames=batch).SerializeToString())
-            )
+            await asyncio.shield(self._write(batch))
+
+    async def _write(self, batch: list[api_pb2.CallFrame]) -> None:
+        """Writes `batch`. A write that fails (the stream ended meanwhile: the apiserver was
+        killed or restarted, and gRPC's core fails the write, INTERNAL or with the stream's
+        status) did not hand the message to the connection, so none of its frames reached the
+        server: their calls are sent again on a new stream, as gRPC sends again a unary call
+        that never left the client (its transparent retry). A write that succeeds may have
+        reached the server: when the stream has broken meanwhile, its calls fail with the
+        stream's status (UNAVAILABLE), as a unary call on a connection that broke after it
+        was sent does."""
+        self._writing = ids = frozenset(frame.id for frame in batch)
+        deadlines = {i: self._deadlines.pop(i) for i in ids if i in self._deadlines}
+        try:
+            if not self._headers:
+                # A server without the stream answers UNIMPLEMENTED with its headers, and a
+                # write racing that answer would fail the call INTERNAL in gRPC's core,
+                # which then reports INTERNAL as the call's status: the server's answer is
+                # read first (kemu's sends its headers as the stream opens).
+                await self.call.initial_metadata()
+                self._headers = True
+                # (a call given up on while the stream waited for the server is not sent, as
+                # gRPC never sends a unary call whose deadline passed while it waited for ready)
+                batch = [f for f in batch if f.cancel or f.id in self.waiting]
+                if not batch:
+                    return
+            now = asyncio.get_running_loop().time()
+            for frame in batch:
+                if not frame.cancel:
+                    frame.timeout_seconds = max(deadlines[frame.id] - now, _LEAST_TIMEOUT)
+            await self.call.write(api_pb2.CallFrames(frames=batch).SerializeToString())
+        except Exception:  # (grpc.aio.AioRpcError, or its usage errors on a finished call)
+            self.draining = self._write_failed = True
+            self._settle(ids, self._unsent(await self.call.code(), await self.call.details()))
+        else:
+            if self._broken is not None:  # (the reader saw the end while the write was under way)
+                self._settle(ids, self._broken)
+        finally:
+            self._writing = frozenset()
+
+    def _settle(self, ids: frozenset[int], error: Exception) -> None:
+        for call_id in ids:
+            future = self.waiting.pop(call_id, None)
+            if future is not None and not future.done():
+                future.set_exception(error)
+
+    def _unsent(self, code: grpc.StatusCode, details: str) -> Exception:
+        """The error of the calls that never left the client on this ended stream: sent again
+        on the next stream (_Unprocessed), unless the stream's own status says that the next
+        would end alike: a server without the stream (UNIMPLEMENTED, for the fallback to unary
+        calls), one that refused it (its code), or no server at all for a stream that does not
+        wait for one (kemuctl's: UNAVAILABLE at once, as its unary call fails)."""
+        if code in _RESENT and (self.answered or self._wait_for_ready):
+            return _Unprocessed()
+        if code is grpc.StatusCode.OK:
+            code = grpc.StatusCode.UNAVAILABLE
+        return _error(code, details)
 
     def cancel_call(self, call_id: int) -> None:
         """Tells the server that call `call_id` is given up on (best effort: written with the
@@ -104,37 +198,58 @@ class _Stream:
         task.add_done_callback(_ignore_result)
 
     async def _read(self) -> None:
-        error: Exception
         try:
             while True:
                 message = await self.call.read()
                 if message is grpc.aio.EOF:  # type: ignore[attr-defined]
                     # The server ended the stream cleanly: it answered every call it read
                     # (it drains: apiserver/endpoints/stream_calls.py), so the others were not.
-                    self._fail(_Unprocessed())
+                    self._fail(_Unprocessed(), _Unprocessed())
                     return
                 assert isinstance(message, api_pb2.ReplyFrames)
+                self.answered = True
                 for reply in message.replies:
                     future = self.waiting.pop(reply.id, None)
                     if future is not None and not future.done():
                         future.set_result(reply)
         except grpc.aio.AioRpcError as e:
             error = e
+            if e.code() is grpc.StatusCode.INTERNAL and (self._write_failed or self._writing):
+                # gRPC's core failed a write on a stream whose connection had ended, and made
+                # that the stream's status: the calls it may have delivered see the broken
+                # connection, UNAVAILABLE, as unary calls on it do.
+                error = _error(
+                    grpc.StatusCode.UNAVAILABLE, f"the Calls stream broke ({e.details()})"
+                )
+            self._fail(error, self._unsent(e.code(), e.details() or ""))
         except asyncio.CancelledError:
             error = _error(grpc.StatusCode.CANCELLED, "the client closed the Calls stream")
-            self._fail(error)
+            self._fail(error, error)
             raise
-        self._fail(error)
 
-    def _fail(self, error: Exception) -> None:
-        waiting, self.waiting = self.waiting, {}
-        for future in waiting.values():
+    def _fail(self, error: Exception, unsent: Exception) -> None:
+        """The stream ended with `error`: the calls written on it fail with it (they may have
+        reached the server), those not written yet with `unsent` (usually _Unprocessed: sent
+        again on the next stream), and those being written once their write ends (_write)."""
+        self._broken = error
+        self.draining = True
+        pending = {frame.id for frame in self._pending}
+        self._pending = []
+        self._deadlines.clear()
+        waiting = self.waiting
+        self.waiting = {i: waiting.pop(i) for i in self._writing if i in waiting}
+        for call_id, future in waiting.items():
             if not future.done():
-                future.set_exception(error)
+                future.set_exception(unsent if call_id in pending else error)
 
     async def close(self) -> None:
+        """Cancels the stream and waits (briefly) for its reader to see the end from gRPC's
+        core: a read still pending in the core when the event loop closes would be completed
+        on the closed loop ("Event loop is closed", seen where tests run one loop each)."""
         self.call.cancel()
-        self.reader.cancel()
+        done, _ = await asyncio.wait((self.reader,), timeout=_CLOSE_WAIT)
+        if not done:
+            self.reader.cancel()
         await asyncio.gather(self.reader, return_exceptions=True)
 
 
@@ -150,7 +265,10 @@ def _ignore_result(task: asyncio.Task[None]) -> None:
 class CallStream:
     """The Calls stream of one channel, opened on demand."""
 
-    def __init__(self, channel: grpc.aio.Channel) -> None:
+    def __init__(self, channel: grpc.aio.Channel, *, wait_for_ready: bool = True) -> None:
+        """`wait_for_ready`: a stream is opened waiting for the server to be reachable (a
+        component's), or failing at once with UNAVAILABLE when it is not (kemuctl's)."""
+        self._wait_for_ready = wait_for_ready
         self._method = channel.stream_stream(
             METHOD,
             request_serializer=_serialize,
@@ -160,6 +278,8 @@ class CallStream:
         self._draining: set[_Stream] = set()
         """Streams that answer their calls under way before they end."""
         self._last_id = 0
+        self.unsupported = False
+        """The server answered the stream UNIMPLEMENTED: the channel's calls are unary."""
 
     def _current(self) -> _Stream:
         stream = self._stream
@@ -167,9 +287,9 @@ class CallStream:
             if stream is not None and not stream.reader.done():
                 self._draining.add(stream)
                 stream.reader.add_done_callback(functools.partial(_forget, self._draining, stream))
-            # (waits for the server to be ready, as the unary calls that use it do)
-            call = self._method(None, wait_for_ready=True)
-            stream = self._stream = _Stream(call)
+            # (waits for the server to be ready, or not, as the unary calls that use it do)
+            call = self._method(None, wait_for_ready=self._wait_for_ready)
+            stream = self._stream = _Stream(call, self._wait_for_ready)
         return stream
 
     async def call(
@@ -180,20 +300,23 @@ class CallStream:
         timeout: float,  # noqa: ASYNC109 (sent to the server, which bounds the call by it)
     ) -> bytes:
         """The response's bytes of `method` (an Api method's short name) called with
-        `payload`; raises the AioRpcError the unary call would have."""
+        `payload`; raises the AioRpcError the unary call would have, or StreamUnsupported
+        when the server does not serve the stream."""
         frame = api_pb2.CallFrame(
             method=method,
             payload=payload,
             metadata=[api_pb2.Metadatum(key=k, value=v) for k, v in metadata],
             timeout_seconds=timeout,
         )
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
         try:
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout_at(deadline):
                 while True:
                     try:
-                        reply = await self._attempt(frame)
+                        reply = await self._attempt(frame, deadline)
                     except _Unprocessed:
-                        continue  # (on the next stream)
+                        continue  # (on the next stream, within the same deadline)
                     break
         except TimeoutError:
             raise _error(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded") from None
@@ -205,7 +328,7 @@ class CallStream:
             )
         return reply.payload
 
-    async def _attempt(self, frame: api_pb2.CallFrame) -> api_pb2.ReplyFrame:
+    async def _attempt(self, frame: api_pb2.CallFrame, deadline: float) -> api_pb2.ReplyFrame:
         """`frame` sent on the current stream, and its answer; raises _Unprocessed when the
         server did not start it."""
         stream = self._current()
@@ -214,13 +337,17 @@ class CallStream:
         future: asyncio.Future[api_pb2.ReplyFrame] = asyncio.get_running_loop().create_future()
         stream.waiting[call_id] = future
         try:
-            await stream.send(frame)
+            await stream.send(frame, deadline)
             reply = await future
         except asyncio.CancelledError:  # (its caller's, or the deadline's)
             stream.cancel_call(call_id)
             raise
-        except grpc.aio.AioRpcError:
+        except grpc.aio.AioRpcError as e:
             stream.waiting.pop(call_id, None)
+            if e.code() is grpc.StatusCode.UNIMPLEMENTED:
+                # (the stream's own status: an unknown method in a frame is a reply's code)
+                self.unsupported = True
+                raise StreamUnsupported() from None
             raise
         if reply.code and any(m.key == wire.UNPROCESSED_KEY for m in reply.trailing):
             stream.draining = True

@@ -21,10 +21,10 @@ import json
 import logging
 import math
 import random
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from types import TracebackType
-from typing import Final, TypeVar, cast
+from typing import Final, TypeAlias, TypeVar, cast
 
 import anyio
 import anyio.lowlevel
@@ -36,8 +36,15 @@ from kemu import wire
 from kemu.api.v1 import api_pb2, clock_pb2, types_pb2
 from kemu.client import fencing
 from kemu.client.backoff import Backoff
-from kemu.client.call_stream import CallStream, Transport
-from kemu.client.endpoints import LB_POLICY, SEPARATOR, channel_target, parse_servers
+from kemu.client.call_stream import CallStream, StreamUnsupported, Transport
+from kemu.client.credentials import TokenSource
+from kemu.client.endpoints import (
+    LB_POLICY,
+    SEPARATOR,
+    channel_target,
+    parse_servers,
+    split_host_port,
+)
 from kemu.client.flowcontrol import ClientLimits, Throttle
 from kemu.client.interface import (
     DEFAULT_NAMESPACE,
@@ -53,11 +60,22 @@ from kemu.client.interface import (
     WatchEvent as WatchEvent,
 )
 from kemu.client.pager import list_pages
+from kemu.client.tls import channel_credentials
 from kemu.component.client_connection import ClientConnection
 from kemu.component.latency import CallDelay
 from kemu.machinery import kinds
-from kemu.machinery.errors import ApiError, Fenced, Timeout, TooManyRequests, Unavailable
-from kemu.machinery.user import UserInfo
+from kemu.machinery.errors import (
+    ApiError,
+    Fenced,
+    InternalError,
+    Timeout,
+    TooManyRequests,
+    Unauthorized,
+    Unavailable,
+    error_for_reason,
+)
+from kemu.machinery.kubeconfig import ClientTLS
+from kemu.machinery.user import UserInfo, bearer
 from kemu.machinery.virtual_time import APISERVER_KEY, CLOCK_CALL_KEY, CLOCK_IDENTITY_KEY
 
 __all__ = ["Client", "ListResult", "M", "Transport", "WatchEvent"]
@@ -84,14 +102,26 @@ _CHANNEL_OPTIONS: Final[list[tuple[str, str | int]]] = [
 ]
 
 _WRITES: Final = frozenset(
-    ("Create", "Update", "UpdateStatus", "Patch", "Delete", "Bind", "Resize", "Evict")
+    (
+        "Create",
+        "Update",
+        "UpdateStatus",
+        "UpdateBatch",
+        "Patch",
+        "Delete",
+        "Bind",
+        "Resize",
+        "Evict",
+    )
 )
 _VERBS: Final = {
     "Create": "POST",
     "Bind": "POST",
     "Evict": "POST",
+    "CreateToken": "POST",
     "Update": "PUT",
     "UpdateStatus": "PUT",
+    "UpdateBatch": "PUT",
     "Resize": "PUT",
     "Patch": "PATCH",
     "Delete": "DELETE",
@@ -104,6 +134,8 @@ _RETRY_MAX: Final = 2.0
 _ADVANCE_TIMEOUT: Final = 24 * 3600.0  # wall seconds an AdvanceClock may take at most
 _BURST_TTL: Final = 60.0  # wall seconds a driver's burst holds the cluster's steps at most
 
+BatchResults: TypeAlias = list[M | ApiError]
+"""update_batch's outcome: per item, the object written or the error of its update."""
 Req = TypeVar("Req", bound=Message)
 Resp = TypeVar("Resp", bound=Message)
 
@@ -252,6 +284,8 @@ class Client:
         latency: CallDelay | None = None,
         user: UserInfo | None = None,
         transport: Transport = Transport.UNARY,
+        tls: ClientTLS | None = None,
+        credentials: TokenSource | None = None,
     ) -> None:
         """`wait_for_server=False` makes calls fail at once with Unavailable when nothing
         answers at `server` (for a user at a terminal) instead of waiting and retrying (for
@@ -264,9 +298,20 @@ class Client:
         several addresses raises ServerAddressError (a ValueError) naming --server. `user`: the
         user every call and watch claims (kemu.machinery.user: a kubelet's node; None: the
         apiserver names the user from `user_agent`). `transport`: how the Api's unary calls
-        travel (kemu.client.call_stream: one gRPC call each, or frames on one stream; the
-        clock's calls, the watches and a `one_attempt` view's calls are unary either way)."""
+        travel (kemu.client.call_stream: one gRPC call each, the default, or frames on the
+        channel's one Calls stream: docs/research/streams.md says why it is not the default
+        yet); the clock's calls, the
+        watches and a `one_attempt` view's calls are unary either way, and a server without
+        the stream gets unary calls. With `wait_for_server=False` the stream is opened
+        without waiting for the server, so a call fails at once when nothing answers, as a
+        unary call would. `tls`: the CA and client certificate of a kubeconfig
+        (kemu.machinery.kubeconfig): the channel is TLS (None: plaintext, a bare cluster on
+        loopback). `credentials`: a bearer token sent with every call and watch
+        (kemu.client.credentials: a controller's ServiceAccount; None: the connection's
+        certificate, or the user agent, names the caller)."""
         self.server = server
+        self.credentials = credentials
+        self.tls = tls
         self.transport = transport
         self._call_stream: CallStream | None = None
         self._latency = latency
@@ -323,6 +368,7 @@ class Client:
             user_agent=self._user_agent,
             wait_for_server=False,
             user=self.user,
+            credentials=self.credentials,
         )
         view._base = self._base or self
         view.throttle = self.throttle
@@ -337,6 +383,7 @@ class Client:
             user_agent=self._user_agent,
             wait_for_server=self.wait_for_server,
             user=self.user,
+            credentials=self.credentials,
         )
         view._base = self._base or self
         return view
@@ -357,6 +404,7 @@ class Client:
             wait_for_server=self.wait_for_server,
             limits=limits,
             user=self.user,
+            credentials=self.credentials,
         )
         view._base = self._base or self
         return view
@@ -371,11 +419,24 @@ class Client:
             user_agent=self._user_agent,
             wait_for_server=self.wait_for_server,
             user=user,
+            credentials=self.credentials,
         )
         view._base = self._base or self
         view.limits = self.limits
         view.throttle = self.throttle
         return view
+
+    def with_credentials(self, credentials: TokenSource) -> Client:
+        """Another client over the same channel, with a rate limiter of its own (as
+        `sibling`), whose calls and watches present `credentials`' token (upstream: a
+        controller's clientset from the ServiceAccount client builder). Closing it does not
+        close the channel."""
+        view = self.sibling()
+        view.credentials = credentials
+        return view
+
+    async def _credential_metadata(self) -> tuple[tuple[str, str], ...]:
+        return (bearer(await self.credentials.token()),) if self.credentials is not None else ()
 
     # ------------------------------------------------------------ channel
 
@@ -387,8 +448,17 @@ class Client:
             options = [*_CHANNEL_OPTIONS, ("grpc.primary_user_agent", self._user_agent)]
             if len(self.servers) > 1:
                 options.append(LB_POLICY)
+                if self.tls is not None:
+                    # verified as the first server's host: an ipv4:A,B target names none
+                    options.append(
+                        ("grpc.ssl_target_name_override", split_host_port(self.servers[0])[0])
+                    )
             target = channel_target(self.servers)
-            self._channel = grpc.aio.insecure_channel(target, options=options)
+            if self.tls is None:
+                self._channel = grpc.aio.insecure_channel(target, options=options)
+            else:
+                credentials = channel_credentials(self.tls)
+                self._channel = grpc.aio.secure_channel(target, credentials, options=options)
         return self._channel
 
     def _unary(
@@ -408,7 +478,9 @@ class Client:
 
     def _ensure_call_stream(self) -> CallStream:
         if self._call_stream is None:
-            self._call_stream = CallStream(self._ensure_channel())
+            self._call_stream = CallStream(
+                self._ensure_channel(), wait_for_ready=self.wait_for_server
+            )
         return self._call_stream
 
     async def close(self) -> None:
@@ -445,7 +517,7 @@ class Client:
         carries the term's fencing token (kemu.client.fencing)."""
         fence = fencing.current() if name in _WRITES else None
         metadata = fence.token.metadata() if fence is not None else ()
-        metadata = (*metadata, *self._user_metadata)
+        metadata = (*metadata, *self._user_metadata, *(await self._credential_metadata()))
         root = self._base or self
         tagged = bool(root.clock_identity)
         if tagged:
@@ -456,19 +528,28 @@ class Client:
                 (CLOCK_IDENTITY_KEY, root.clock_identity),
                 (CLOCK_CALL_KEY, str(root.requests_sent)),
             )
-        if root.transport is Transport.STREAM and self.wait_for_server and name[0] != "/":
-            try:
-                data = await root._ensure_call_stream().call(
-                    name, request.SerializeToString(), metadata, seconds
-                )
-            except grpc.aio.AioRpcError as e:
-                raise self._failed(e, tagged, fence) from None
-            except asyncio.CancelledError:
-                if tagged:
-                    root.requests_abandoned += 1
-                await anyio.lowlevel.checkpoint()
-                raise
-            return response.FromString(data)
+        if (
+            root.transport is Transport.STREAM
+            and self.wait_for_server == root.wait_for_server
+            and name[0] != "/"
+        ):
+            # (a one_attempt view of a waiting client is unary: the root's stream waits for
+            # the server, the view must not)
+            stream = root._ensure_call_stream()
+            if not stream.unsupported:
+                try:
+                    data = await stream.call(name, request.SerializeToString(), metadata, seconds)
+                except grpc.aio.AioRpcError as e:
+                    raise self._failed(e, tagged, fence) from None
+                except StreamUnsupported:
+                    logger.info("%s does not serve the Calls stream: unary calls", self.server)
+                except asyncio.CancelledError:
+                    if tagged:
+                        root.requests_abandoned += 1
+                    await anyio.lowlevel.checkpoint()
+                    raise
+                else:
+                    return response.FromString(data)
         call = self._unary(name, response)(
             request,
             timeout=seconds,
@@ -497,6 +578,8 @@ class Client:
         err = _error(e)
         if fence is not None and isinstance(err, Fenced):
             fence.refused(err)
+        if self.credentials is not None and isinstance(err, Unauthorized):
+            self.credentials.reset()
         return err
 
     async def _call(
@@ -703,7 +786,7 @@ class Client:
         root = self._base or self
         identity = root.clock_identity
         metadata = ((CLOCK_IDENTITY_KEY, identity),) if identity else ()
-        metadata = (*metadata, *self._user_metadata)
+        metadata = (*metadata, *self._user_metadata, *(await self._credential_metadata()))
         call = method(req, wait_for_ready=self.wait_for_server, metadata=metadata or None)
         stream = _WatchStream(call, kind, root if identity else None)
         try:
@@ -795,6 +878,26 @@ class Client:
     async def update(self, obj: M) -> M:
         out = await self._call("Update", api_pb2.UpdateRequest(object=_wrap(obj)), api_pb2.Object)
         return _unwrap(out, type(obj))
+
+    async def update_batch(self, objs: Sequence[M]) -> BatchResults[M]:
+        """Several updates in one call (kemu's UpdateBatch; a hollow kubelet's node Leases
+        due at one instant): each item is its own Update on the server, and its result here
+        is the object written or the error that Update would have raised. The call as a whole
+        raises only what refuses all of it (the in-flight limit, an apiserver without
+        UpdateBatch: Unimplemented is an InternalError)."""
+        req = api_pb2.UpdateBatchRequest(
+            items=[api_pb2.UpdateRequest(object=_wrap(o)) for o in objs]
+        )
+        out = await self._call("UpdateBatch", req, api_pb2.UpdateBatchResponse)
+        if len(out.results) != len(objs):
+            raise InternalError(f"UpdateBatch: {len(out.results)} results for {len(objs)} items")
+        results: BatchResults[M] = []
+        for obj, result in zip(objs, out.results, strict=True):
+            if result.HasField("error"):
+                results.append(error_for_reason(result.error.reason, result.error.message))
+            else:
+                results.append(_unwrap(result.object, type(obj)))
+        return results
 
     async def update_status(self, obj: M) -> M:
         req = api_pb2.UpdateRequest(object=_wrap(obj))
@@ -977,3 +1080,9 @@ class Client:
         if dry_run:
             req.dry_run.append("All")
         await self._call("Evict", req, api_pb2.Status)
+
+    async def create_token(self, request: api_pb2.TokenRequest) -> api_pb2.TokenRequest:
+        """serviceaccounts/token for the ServiceAccount `request.metadata` names (kubectl
+        create token's TokenRequest): the request answered, its status the token. Not
+        retried: each attempt would mint another token (a create)."""
+        return await self._call("CreateToken", request, api_pb2.TokenRequest)

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Awaitable, Callable
-from typing import Final
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, Final
 
 import anyio
 from prometheus_client import Gauge
@@ -30,7 +30,7 @@ from prometheus_client import Gauge
 from kemu.client.client import Client, sibling_of
 from kemu.client.clock import PeerCalls, follow_cluster_clock
 from kemu.client.flowcontrol import ClientLimits
-from kemu.client.identity import run_identity_heartbeat
+from kemu.client.identity import ComponentIdentity, run_identity_heartbeat
 from kemu.client.interface import ApiClient
 from kemu.client.leaderelection import (
     DEFAULT_LOCK_NAMESPACE,
@@ -46,11 +46,51 @@ from kemu.component.runner import ComponentContext, retry_until_ready
 from kemu.component.version import BINARY_VERSION
 from kemu.component.virtual_clock import VirtualClock
 from kemu.machinery.errors import Timeout, Unavailable
+from kemu.machinery.kubeconfig import ClientTLS
 from kemu.machinery.user import UserInfo
 
 logger = logging.getLogger(__name__)
 
 LEASE_NAMESPACE: Final = DEFAULT_LOCK_NAMESPACE
+
+
+def component_identity(component: str, ctx: ComponentContext) -> ComponentIdentity:
+    """What the Version RPC reports of this process: its emulated and binary versions and
+    its feature gates."""
+    return ComponentIdentity(
+        component,
+        str(ctx.options.version),
+        BINARY_VERSION,
+        tuple((g.name, g.enabled, str(g.stage), g.locked) for g in ctx.gates.states()),
+    )
+
+
+Announce = Callable[
+    [ApiClient, ComponentContext, ComponentIdentity, str], Coroutine[Any, Any, None]
+]
+"""How a process keeps its identity before the Version RPC (client, context, identity, the
+process's identity string), running until cancelled."""
+
+
+async def identity_lease(
+    client: ApiClient, ctx: ComponentContext, identity: ComponentIdentity, holder: str
+) -> None:
+    """The identity lease kube-system/<component>-<holder> (kemu.client.identity)."""
+    await run_identity_heartbeat(
+        client,
+        identity.component,
+        holder,
+        identity.emulated_version,
+        identity.binary_version,
+        identity.gates,
+        clock=ctx.clock,
+    )
+
+
+async def carried_by_the_work(
+    client: ApiClient, ctx: ComponentContext, identity: ComponentIdentity, holder: str
+) -> None:
+    """No lease of its own: the work carries the identity (a kubelet's node Lease)."""
 
 
 class Elected:
@@ -70,15 +110,18 @@ def component_client(
     ctx: ComponentContext,
     latency: CallLatency | None = None,
     user: UserInfo | None = None,
+    *,
+    tls: ClientTLS | None = None,
 ) -> Client:
     """The component's client of the apiserver at `server`, rate limited by `connection`
     (its flags' or configuration's qps and burst) on its clock, the waits observed on its
     /metrics (kemu.client.flowcontrol), each call after its token waiting `latency`
     (--apiserver-latency, kemu.component.latency) on that clock too; claiming `user` (a
-    kubelet's node) where given, else named by the apiserver from `component`."""
+    kubelet's node) where given, else named by the apiserver from `component`; over TLS with
+    `tls` (its --kubeconfig's), else plaintext."""
     limits = ClientLimits(connection, ctx.clock, host=server, registry=ctx.registry)
     delay = latency.on(ctx.clock) if latency is not None else None
-    return Client(server, user_agent=component, limits=limits, latency=delay, user=user)
+    return Client(server, user_agent=component, limits=limits, latency=delay, user=user, tls=tls)
 
 
 async def run_elected(
@@ -93,6 +136,7 @@ async def run_elected(
     busy: Callable[[], bool] = lambda: False,
     peers: PeerCalls | None = None,
     on_clock: Callable[[], None] = lambda: None,
+    announce: Announce = identity_lease,
 ) -> None:
     """Waits for the apiserver, keeps the identity lease, and runs `work` (only while leading
     when `election` is given) until SIGTERM; raises LeadershipLost when the lease is lost.
@@ -100,7 +144,9 @@ async def run_elected(
     components other than the apiserver (kemu.client.clock). `on_clock`: what the process
     does leading or not (a scheduler's informers), started once its calls and watches carry
     its clock identity (in virtual time: a watch opened before would never be counted, and
-    the event-driven clock could jump while one of its events is on the way)."""
+    the event-driven clock could jump while one of its events is on the way). `announce`:
+    how the process keeps its identity for the Version RPC (its identity lease, or
+    `carried_by_the_work`)."""
     identity = identity or (election.identity if election is not None else new_identity())
     lost: LeadershipLost | None = None
     async with anyio.create_task_group() as tg:
@@ -134,16 +180,11 @@ async def run_elected(
                 )
             on_clock()
             tg.start_soon(
-                functools.partial(
-                    run_identity_heartbeat,
-                    sibling_of(client),
-                    component,
-                    identity,
-                    str(ctx.options.version),
-                    BINARY_VERSION,
-                    [(g.name, g.enabled, str(g.stage), g.locked) for g in ctx.gates.states()],
-                    clock=ctx.clock,
-                ),
+                announce,
+                sibling_of(client),
+                ctx,
+                component_identity(component, ctx),
+                identity,
                 name="identity heartbeat",
             )
             try:

@@ -12,16 +12,38 @@ apiserver serves the same etcd, so resourceVersions are the same everywhere).
 
 A single address is passed to gRPC unchanged, exactly as before. Every component declares
 the flag with `add_server_flag`, so a malformed value is a one-line argument error at start.
+
+Spreading (issue #59 item 4): upstream's clients of an HA control plane see one address, an L4
+load balancer's, which spreads connections over the apiservers, each connection sticking to
+one; client-go holds one HTTP/2 connection per process, so a process's calls all go to one
+apiserver, and another process's may go to another. `--server-order shuffled` does so from the
+client's side: the process shuffles its list once at start (gRPC's pick_first with
+`shuffleAddressList`, gRFC A62), so processes given the same list spread over the apiservers,
+each sticking to its first that answers and failing over as before; `listed` (the default)
+keeps the list's order (every process on the first apiserver while it answers). Every
+apiserver serves the same etcd with upstream's consistency (a consistent read waits for its
+watch cache to reach etcd's current revision, apiserver/endpoints/lists.py), so a process may
+read on one apiserver what another wrote on another.
+
+`--kubeconfig` (each component's upstream flag of that name) beside it: the apiserver's
+address and the TLS to reach it with (its CA, the component's client certificate;
+kemu.machinery.kubeconfig), read at start (a bad file is the same one-line argument error).
+`--server` given too wins for the address, as upstream's `--master` overrides the
+kubeconfig's server. Without a kubeconfig the channel is plaintext, as before
+(`apiserver_connection`).
 """
 
 from __future__ import annotations
 
 import argparse
+import enum
 import ipaddress
+import random
 import socket
 from typing import Final
 
 from kemu.component.latency import add_apiserver_latency_flags
+from kemu.machinery.kubeconfig import ClientTLS, KubeConfig, KubeConfigError, load
 
 SEPARATOR: Final = ","
 DEFAULT_SERVER: Final = "127.0.0.1:6443"
@@ -29,6 +51,24 @@ DEFAULT_SERVER: Final = "127.0.0.1:6443"
 # pick_first: one server at a time (a watch and the writes it reflects on the same server),
 # the next one in the list when it goes away.
 LB_POLICY: Final = ("grpc.lb_policy_name", "pick_first")
+
+
+class ServerOrder(enum.Enum):
+    """--server-order: how a process orders its --server list before dialing the first."""
+
+    LISTED = "listed"
+    SHUFFLED = "shuffled"
+
+
+def ordered_servers(server: str, order: ServerOrder, rng: random.Random | None = None) -> str:
+    """`server` (a --server value) in the order `order` says: as given, or shuffled by `rng`
+    (default: seeded from the OS, as gRPC's shuffleAddressList: the order is the balancer's
+    choice, not the cluster's behaviour)."""
+    if order is ServerOrder.LISTED or SEPARATOR not in server:
+        return server
+    servers = list(parse_servers(server))
+    (rng or random.Random()).shuffle(servers)
+    return SEPARATOR.join(servers)
 
 
 class ServerAddressError(ValueError):
@@ -112,9 +152,54 @@ def add_server_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--server",
         type=server_flag,
-        default=DEFAULT_SERVER,
+        default=None,
         metavar="HOST:PORT[,HOST:PORT...]",
         help="the apiserver, or several (a client fails over from one to the next) "
-        f"(default {DEFAULT_SERVER})",
+        f"(default: the --kubeconfig's, else {DEFAULT_SERVER})",
+    )
+    parser.add_argument(
+        "--server-order",
+        type=server_order_flag,
+        default=ServerOrder.LISTED,
+        metavar="{" + ",".join(o.value for o in ServerOrder) + "}",
+        help="the order this process tries several --server addresses in: as listed, or "
+        "shuffled once at start, spreading processes over the apiservers as an L4 load "
+        "balancer spreads connections (default: listed)",
+    )
+    parser.add_argument(
+        "--kubeconfig",
+        type=kubeconfig_flag,
+        default=None,
+        metavar="FILE",
+        help="a kubeconfig: the apiserver's address, the CA that verifies it and this "
+        "component's client certificate; the connection is TLS (default: none, plaintext)",
     )
     add_apiserver_latency_flags(parser)
+
+
+def server_order_flag(text: str) -> ServerOrder:
+    """argparse `type=` of --server-order: one of ServerOrder's values."""
+    try:
+        return ServerOrder(text)
+    except ValueError:
+        choices = ", ".join(o.value for o in ServerOrder)
+        raise argparse.ArgumentTypeError(f"{text!r} is not one of {choices}") from None
+
+
+def kubeconfig_flag(path: str) -> KubeConfig:
+    """argparse `type=` of --kubeconfig: the file read now; an error names the field."""
+    try:
+        config = load(path)
+        server_flag(config.grpc_server)
+    except (KubeConfigError, argparse.ArgumentTypeError) as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return config
+
+
+def apiserver_connection(args: argparse.Namespace) -> tuple[str, ClientTLS | None]:
+    """(server, TLS) of the flags `add_server_flag` added: --server, else the kubeconfig's
+    gRPC address, else the default, in --server-order; the kubeconfig's TLS (None:
+    plaintext)."""
+    config: KubeConfig | None = args.kubeconfig
+    server = args.server or (config.grpc_server if config is not None else DEFAULT_SERVER)
+    return ordered_servers(server, args.server_order), config.tls if config is not None else None

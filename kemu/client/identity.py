@@ -3,7 +3,11 @@ which emulated version, binary version and feature gates it runs with.
 
 Like upstream's apiserver identity leases (kube-system/apiserver-<id>, renewed every 10s,
 expired after an hour of silence), but for every component: the Version RPC reports the
-leases whose renewTime + leaseDurationSeconds has not passed.
+leases (in any namespace) labelled `kemu.io/component` whose renewTime + leaseDurationSeconds
+has not passed, reading the identity from the label and annotations `ComponentIdentity.stamp`
+writes. A kubelet keeps no lease of its own in kube-system (the Node authorizer allows a
+node only its own kube-node-lease/<node>): its node Lease carries the stamp
+(kubelet/node_status.py).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import json
 import logging
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Final
 
 from kemu.api.v1 import types_pb2
@@ -43,7 +48,11 @@ def identity_lease_name(component: str, identity: str) -> str:
     return re.sub(r"[^a-z0-9.-]", "-", f"{component}-{identity}".lower())
 
 
-def gates_annotation(gates: Sequence[tuple[str, bool, str, bool]]) -> str:
+GateState = tuple[str, bool, str, bool]
+"""(name, enabled, stage, locked)."""
+
+
+def gates_annotation(gates: Sequence[GateState]) -> str:
     """(name, enabled, stage, locked) tuples as the JSON the annotation carries."""
     return json.dumps(
         [
@@ -52,6 +61,29 @@ def gates_annotation(gates: Sequence[tuple[str, bool, str, bool]]) -> str:
         ],
         separators=(",", ":"),
     )
+
+
+@dataclass(frozen=True)
+class ComponentIdentity:
+    """What the Version RPC reports of a component: its name and versions, its gates."""
+
+    component: str
+    emulated_version: str
+    binary_version: str
+    gates: tuple[GateState, ...]
+
+    def annotations(self) -> dict[str, str]:
+        return {
+            EMULATED_VERSION_ANNOTATION: self.emulated_version,
+            BINARY_VERSION_ANNOTATION: self.binary_version,
+            FEATURE_GATES_ANNOTATION: gates_annotation(self.gates),
+        }
+
+    def stamp(self, meta: types_pb2.ObjectMeta) -> None:
+        """Marks a lease's metadata as this component's identity (the label and the
+        annotations the Version RPC reads)."""
+        meta.labels[COMPONENT_LABEL] = self.component
+        meta.annotations.update(self.annotations())
 
 
 def _desired(
@@ -98,7 +130,7 @@ async def run_identity_heartbeat(
     identity: str,
     emulated_version: str,
     binary_version: str,
-    gates: list[tuple[str, bool, str, bool]],
+    gates: Sequence[GateState],
     *,
     interval: float = 10.0,
     duration: int = 30,
@@ -111,11 +143,9 @@ async def run_identity_heartbeat(
     with backoff up to it) and logs.
     """
     clock = clock or RealClock()
-    annotations = {
-        EMULATED_VERSION_ANNOTATION: emulated_version,
-        BINARY_VERSION_ANNOTATION: binary_version,
-        FEATURE_GATES_ANNOTATION: gates_annotation(gates),
-    }
+    annotations = ComponentIdentity(
+        component, emulated_version, binary_version, tuple(gates)
+    ).annotations()
     name = identity_lease_name(component, identity)
     retry = _RETRY_MIN
     failing = False

@@ -102,6 +102,12 @@ WORKLOAD_WITH_JOB: Final = "WorkloadWithJob"
 DRA_WORKLOAD_RESOURCE_CLAIMS: Final = "DRAWorkloadResourceClaims"
 """KEP-5729: a PodGroup's resourceClaims and status.resourceClaimStatuses."""
 SCHEDULER_ASYNC_API_CALLS: Final = "SchedulerAsyncAPICalls"
+CONSISTENT_LIST_FROM_CACHE: Final = "ConsistentListFromCache"
+"""KEP-2340 (apiserver): a list at the latest resourceVersion ("") served by the watch cache once
+it has caught up with etcd's current revision (apiserver.endpoints.lists)."""
+RETRY_GENERATE_NAME: Final = "RetryGenerateName"
+"""KEP-4420 (apiserver): a create by generateName whose name is taken is tried again with
+another name, up to 8 attempts in all (apiserver.registry.registry)."""
 """KEP-5229: the scheduler's binds and failure status patches through a dispatcher."""
 # Known, not modelled (GateDefinition.modelled False): upstream's scheduler_perf files set them.
 SCHEDULER_QUEUEING_HINTS: Final = "SchedulerQueueingHints"
@@ -288,6 +294,9 @@ GATES: Final[Mapping[str, GateDefinition]] = MappingProxyType(
             # 1.35's patch releases (#135903, for #135900's throttled binds); upstream's table
             # since: beta off from 1.34.
             _gate(SCHEDULER_ASYNC_API_CALLS, beta_off=34),
+            # staging/src/k8s.io/apiserver/pkg/features/kube_features.go.
+            _gate(RETRY_GENERATE_NAME, alpha=30, beta=31, ga=32),
+            _gate(CONSISTENT_LIST_FROM_CACHE, alpha=28, beta=31, ga=34),
             # upstream gates that upstream's scheduler_perf files set and kemu does not
             # model (upstream's lifecycle, pkg/features/kube_features.go at 1.37).
             # Gone from upstream's table in the 1.37 cycle (three releases after GA).

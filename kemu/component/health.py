@@ -17,6 +17,8 @@ Contract:
 - `await tg.start(server.serve)` returns the bound port once the socket listens (port 0 picks a
   free one), or raises kemu.component.listen.ListenFailed; cancelling serve() closes the
   listener and every open connection.
+- With an `ssl_context` (a kubelet's --tls-cert-file, kemu.component.options) it serves HTTPS
+  instead: upstream's kubelet serves /metrics and /healthz on its TLS port.
 HTTP support is deliberately minimal: GET and HEAD, one request per connection. Malformed
 requests get a 4xx as Go's net/http gives them (400; 431 for a head over _MAX_REQUEST_HEAD),
 never a closed connection without an answer.
@@ -26,13 +28,15 @@ from __future__ import annotations
 
 import json
 import logging
+import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 from urllib.parse import parse_qs, urlsplit
 
 import anyio
-from anyio.abc import SocketAttribute, SocketStream, TaskStatus
+from anyio.abc import ByteStream, Listener, SocketAttribute, TaskStatus
+from anyio.streams.tls import TLSListener
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from kemu.component import listen
@@ -145,9 +149,10 @@ class HealthServer:
         debug: Mapping[str, DebugHandler] | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         """`debug`: the debug handlers by name, read at each request (handlers registered
-        later are served too)."""
+        later are served too). `ssl_context`: serve HTTPS."""
         self.component = component
         self.gates = gates
         self.registry = registry
@@ -155,6 +160,7 @@ class HealthServer:
         self.debug: Mapping[str, DebugHandler] = debug if debug is not None else {}
         self.host = host
         self._requested_port = port
+        self.ssl_context = ssl_context
         self._port: int | None = None
 
     @property
@@ -173,14 +179,21 @@ class HealthServer:
             raise listen.failed(self.host, self._requested_port, e) from None
         async with listener:
             self._port = int(listener.extra(SocketAttribute.local_port))
-            logger.info("serving metrics and health on %s:%d", self.host, self._port)
+            served: Listener[ByteStream] = listener
+            if self.ssl_context is not None:
+                # (handshake_timeout: a client that connects and says nothing is dropped)
+                served = TLSListener(
+                    listener, self.ssl_context, standard_compatible=False, handshake_timeout=10
+                )
+            scheme = "https" if self.ssl_context is not None else "http"
+            logger.info("serving metrics and health on %s://%s:%d", scheme, self.host, self._port)
             task_status.started(self._port)
             try:
-                await listener.serve(self._handle)
+                await served.serve(self._handle)
             finally:
                 self._port = None
 
-    async def _handle(self, stream: SocketStream) -> None:
+    async def _handle(self, stream: ByteStream) -> None:
         async with stream:
             try:
                 with anyio.move_on_after(_REQUEST_TIMEOUT):
@@ -269,7 +282,7 @@ class _HeadTooLarge(Exception):
     pass
 
 
-async def _read_head(stream: SocketStream) -> bytes | None:
+async def _read_head(stream: ByteStream) -> bytes | None:
     """The request line and headers, or None if the client went away sending nothing;
     _HeadTooLarge past _MAX_REQUEST_HEAD."""
     data = b""
@@ -283,7 +296,7 @@ async def _read_head(stream: SocketStream) -> bytes | None:
     return data.split(b"\r\n\r\n", 1)[0]
 
 
-async def _drain(stream: SocketStream) -> None:
+async def _drain(stream: ByteStream) -> None:
     """Reads what the client still sends (briefly, boundedly) before the close: closing on
     unread data resets the connection, and the client may lose the answer."""
     received = 0

@@ -22,7 +22,7 @@ from __future__ import annotations
 import errno
 import os
 import socket
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class ListenFailed(Exception):
@@ -74,14 +74,19 @@ def failed(host: str, port: int, error: OSError) -> ListenFailed:
 class _GrpcServer(Protocol):
     def add_insecure_port(self, address: str) -> int: ...
 
+    def add_secure_port(self, address: str, server_credentials: Any) -> int: ...
 
-def add_grpc_port(server: _GrpcServer, host: str, port: int) -> int:
-    """`server.add_insecure_port(host:port)`, the bound port; ListenFailed when the port is
-    taken. (Checked first: gRPC's core logs a line of its own on a failed bind, and its error
-    does not say why.)"""
+
+def add_grpc_port(server: _GrpcServer, host: str, port: int, credentials: Any = None) -> int:
+    """`server.add_insecure_port(host:port)` (`add_secure_port` with `credentials`, a
+    grpc.ServerCredentials), the bound port; ListenFailed when the port is taken. (Checked
+    first: gRPC's core logs a line of its own on a failed bind, and its error does not say
+    why.)"""
     check_free(host, port)
     address = join_host_port(host, port)
     try:
+        if credentials is not None:
+            return server.add_secure_port(address, credentials)
         return server.add_insecure_port(address)
     except RuntimeError as e:  # lost a race since the check
         error = bind_error(host, port)

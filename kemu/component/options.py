@@ -3,9 +3,14 @@
 Contract:
 - `add_component_flags(parser, default_metrics_port=N)` adds --emulated-version,
   --feature-gates (repeatable; entries merge), --metrics-port (0 disables the endpoint),
-  --metrics-bind-address, -v/--v and --shutdown-grace-period.
+  --metrics-bind-address, --allow-insecure-bind, -v/--v and --shutdown-grace-period.
 - `ComponentOptions.from_args(args, component)` turns them into one immutable value with the
   resolved `FeatureGates`, raising `OptionsError` (a ValueError) with a one-line message.
+  The metrics endpoint serves plaintext, and so only on a loopback address unless
+  --allow-insecure-bind (kemu.component.secure_serving, issue #60); a component whose own
+  --tls-cert-file/--tls-private-key-file/--cert-dir serve it (`metrics_pair`: the kubelet,
+  whose port 10250 upstream serves /metrics and /healthz over TLS) serves it over TLS on
+  any address.
 - Exit codes: a command line error is one line "<prog>: error: <message>" on stderr and exit
   code 1 (not argparse's 2, and without the usage text) when the parser is a
   `ComponentArgumentParser` (see `new_parser`); `parse_component_args` reports validation
@@ -27,6 +32,13 @@ from typing import Final, NoReturn
 
 from kemu.component.featuregate import FeatureGates, parse_feature_gates
 from kemu.component.logs import MAX_VERBOSITY
+from kemu.component.secure_serving import (
+    SecureServing,
+    ServingError,
+    add_allow_insecure_bind_flag,
+    check_plaintext_bind,
+    secure_serving_from_args,
+)
 from kemu.component.version import (
     DEFAULT_VERSION,
     MAX_VERSION,
@@ -133,8 +145,10 @@ def add_component_flags(parser: argparse.ArgumentParser, *, default_metrics_port
         "--metrics-bind-address",
         default=DEFAULT_METRICS_BIND_ADDRESS,
         metavar="ADDRESS",
-        help=f"address the metrics port listens on (default {DEFAULT_METRICS_BIND_ADDRESS})",
+        help=f"address the metrics port listens on (default {DEFAULT_METRICS_BIND_ADDRESS}); "
+        "plaintext off loopback only with --allow-insecure-bind",
     )
+    add_allow_insecure_bind_flag(parser)
     group.add_argument(
         "-v",
         "--v",
@@ -173,10 +187,16 @@ class ComponentOptions:
     """None: no health/metrics endpoint (the flag's 0); 0 here means any free port (tests)."""
     shutdown_grace_period: float = DEFAULT_SHUTDOWN_GRACE_PERIOD
     clock: ClockMode = ClockMode.REAL
+    metrics_serving: SecureServing = SecureServing()
+    """The metrics endpoint's TLS (none: plaintext)."""
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace, component: str) -> ComponentOptions:
-        """Validate the common flags of `args`; OptionsError names the bad flag."""
+    def from_args(
+        cls, args: argparse.Namespace, component: str, *, metrics_pair: str | None = None
+    ) -> ComponentOptions:
+        """Validate the common flags of `args`; OptionsError names the bad flag.
+        `metrics_pair`: the component's secure serving flags (add_secure_serving_flags, that
+        pair name) serve its metrics endpoint (module docstring)."""
         try:
             version = parse_emulated_version(args.emulated_version)
         except ValueError as exc:
@@ -190,8 +210,23 @@ class ComponentOptions:
             raise OptionsError(f"--feature-gates: {exc}") from None
         if not 0 <= args.metrics_port <= 65535:
             raise OptionsError(f"--metrics-port: {args.metrics_port} is not a port (0 to 65535)")
-        if not args.metrics_bind_address.strip():
+        host = args.metrics_bind_address.strip()
+        if not host:
             raise OptionsError("--metrics-bind-address: must not be empty")
+        serving = SecureServing()
+        try:
+            if metrics_pair is not None:
+                serving = secure_serving_from_args(args, pair_name=metrics_pair)
+                serving = serving.maybe_default_with_self_signed_certs(host)
+            if args.metrics_port and not serving.enabled:
+                check_plaintext_bind(
+                    host,
+                    flag="--metrics-bind-address",
+                    allowed=args.allow_insecure_bind,
+                    tls=metrics_pair is not None,
+                )
+        except ServingError as exc:
+            raise OptionsError(str(exc)) from None
         if args.v < 0:
             raise OptionsError(f"--v: verbosity {args.v} must not be negative")
         grace = args.shutdown_grace_period
@@ -202,10 +237,11 @@ class ComponentOptions:
             version=version,
             gates=gates,
             verbosity=args.v,
-            metrics_bind_address=args.metrics_bind_address.strip(),
+            metrics_bind_address=host,
             metrics_port=args.metrics_port or None,
             shutdown_grace_period=grace,
             clock=ClockMode(args.clock),
+            metrics_serving=serving,
         )
 
     @classmethod
@@ -229,16 +265,21 @@ class ComponentOptions:
 
 
 def parse_component_args(
-    parser: argparse.ArgumentParser, argv: Sequence[str] | None, component: str
+    parser: argparse.ArgumentParser,
+    argv: Sequence[str] | None,
+    component: str,
+    *,
+    metrics_pair: str | None = None,
 ) -> tuple[argparse.Namespace, ComponentOptions]:
-    """Parse `argv` and validate the common flags; on error, report and exit with code 1.
+    """Parse `argv` and validate the common flags (`metrics_pair`: ComponentOptions.from_args);
+    on error, report and exit with code 1.
 
     Errors argparse itself detects (unknown flag, non-integer port) exit 1 only when `parser`
     is a ComponentArgumentParser; validation errors always exit 1.
     """
     args = parser.parse_args(argv)
     try:
-        return args, ComponentOptions.from_args(args, component)
+        return args, ComponentOptions.from_args(args, component, metrics_pair=metrics_pair)
     except OptionsError as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         raise SystemExit(1) from None

@@ -70,6 +70,7 @@ from kemu.component.listen import ListenFailed
 from kemu.component.logs import setup_logging
 from kemu.component.metrics import new_registry
 from kemu.component.options import CONFIG_REFUSED_EXIT, ComponentOptions
+from kemu.component.secure_serving import ServingError
 from kemu.component.version import BINARY_VERSION
 from kemu.component.virtual_clock import VirtualClock
 from kemu.machinery.virtual_time import ClockMode
@@ -244,18 +245,23 @@ async def run_component_async(
             await tg.start(_watch_signals, ctx, outcome, tg.cancel_scope)
         tg.start_soon(_enforce_grace_period, ctx, outcome, tg.cancel_scope)
         if options.metrics_port is not None:
-            server = HealthServer(
-                component=name,
-                gates=gates,
-                registry=ctx.registry,
-                checks=ctx.checks,
-                debug=ctx.debug_handlers,
-                host=options.metrics_bind_address,
-                port=options.metrics_port,
-            )
             try:
+                server = HealthServer(
+                    component=name,
+                    gates=gates,
+                    registry=ctx.registry,
+                    checks=ctx.checks,
+                    debug=ctx.debug_handlers,
+                    host=options.metrics_bind_address,
+                    port=options.metrics_port,
+                    ssl_context=(
+                        options.metrics_serving.ssl_context()
+                        if options.metrics_serving.enabled
+                        else None
+                    ),
+                )
                 ctx.metrics_port = await tg.start(server.serve)
-            except ListenFailed as exc:
+            except (ListenFailed, ServingError) as exc:
                 logger.error("%s: %s", name, exc)
                 outcome.code = 1
                 tg.cancel_scope.cancel()

@@ -178,6 +178,79 @@ RULES: Final[Mapping[str, VersionRule]] = MappingProxyType(
             'kube-scheduler memory)." (kubernetes#135719; '
             "pkg/scheduler/framework/runtime/waiting_pods_map.go)",
         ),
+        # kube-apiserver's admission plugin names (pkg/kubeapiserver/options/plugins.go:
+        # AllOrderedPlugins, RegisterAllAdmissionPlugins, DefaultOffAdmissionPlugins) that
+        # came or went between 1.21 and 1.37; apiserver/admission/plugins.py reads them.
+        "admission_security_context_deny": VersionRule(
+            Version(1, 21),
+            "the SecurityContextDeny admission plugin is registered (default off); deprecated "
+            "in 1.27, removed in 1.30 (kubernetes#122612)",
+            until=Version(1, 30),
+        ),
+        "admission_pod_security_policy": VersionRule(
+            Version(1, 21),
+            "the PodSecurityPolicy admission plugin is registered (default off); removed with "
+            "the policy/v1beta1 PodSecurityPolicy API in 1.25 (kubernetes#109798)",
+            until=Version(1, 25),
+        ),
+        "admission_persistent_volume_label": VersionRule(
+            Version(1, 21),
+            "the PersistentVolumeLabel admission plugin is registered (default off); removed "
+            "with the in-tree cloud providers in 1.31 (KEP-2395)",
+            until=Version(1, 31),
+        ),
+        "admission_pod_security": VersionRule(
+            Version(1, 22),
+            "the PodSecurity admission plugin is registered (KEP-2579, plugin/pkg/admission/"
+            "security/podsecurity)",
+        ),
+        "admission_pod_security_default_on": VersionRule(
+            Version(1, 23),
+            "PodSecurity is among the admission plugins on by default (KEP-2579 beta)",
+        ),
+        "admission_validating_admission_policy": VersionRule(
+            Version(1, 26),
+            "the ValidatingAdmissionPolicy admission plugin is registered and on by default "
+            "(acting only with its feature gate; KEP-3488)",
+        ),
+        "admission_cluster_trust_bundle_attest": VersionRule(
+            Version(1, 27),
+            "the ClusterTrustBundleAttest admission plugin is registered and on by default "
+            "(KEP-3257; plugin/pkg/admission/certificates/ctbattest)",
+        ),
+        "admission_mutating_admission_policy": VersionRule(
+            Version(1, 32),
+            "the MutatingAdmissionPolicy admission plugin is registered and on by default "
+            "(acting only with its feature gate; KEP-3962)",
+        ),
+        "admission_pod_topology_labels": VersionRule(
+            Version(1, 33),
+            "the PodTopologyLabels admission plugin is registered and on by default (acting "
+            "only with the PodTopologyLabelsAdmission gate: alpha 1.33, on from 1.35; KEP-4742)",
+        ),
+        "admission_node_declared_feature_validator": VersionRule(
+            Version(1, 35),
+            "the NodeDeclaredFeatureValidator admission plugin is registered and on by default "
+            "(acting only with NodeDeclaredFeatures; plugin/pkg/admission/nodedeclaredfeatures)",
+        ),
+        "admission_job_validation": VersionRule(
+            Version(1, 36),
+            "the JobValidation admission plugin is registered and on by default (acting only "
+            "with WorkloadWithJob; plugin/pkg/admission/job)",
+        ),
+        "admission_pod_resize_validator": VersionRule(
+            Version(1, 36),
+            "the PodResizeValidator admission plugin is registered and on by default (a resize "
+            "beyond the node's capacity is refused; plugin/pkg/admission/podresize, issue "
+            "#136043)",
+        ),
+        "admission_pod_group_workload_exists": VersionRule(
+            Version(1, 36),
+            "the PodGroupWorkloadExists admission plugin is registered and on by default "
+            "(kubernetes#137464), removed in 1.37 (kubernetes#139008; apiserver/admission/"
+            "podgroup.py)",
+            until=Version(1, 37),
+        ),
         "apf_borrowing": VersionRule(
             Version(1, 26),
             "API Priority and Fairness's levels lend and borrow seats: every 10 s each level's "
@@ -185,6 +258,13 @@ RULES: Final[Mapping[str, VersionRule]] = MappingProxyType(
             "lendablePercent, nominal + borrowingLimitPercent] (KEP-1040, flowcontrol v1beta3; "
             "k8s.io/apiserver pkg/util/flowcontrol apf_controller.go updateBorrowing, "
             "conc_alloc.go); before, each level has its nominal limit",
+        ),
+        "rbac_self_subject_review": VersionRule(
+            Version(1, 27),
+            "the bootstrap ClusterRole system:basic-user may create authentication.k8s.io "
+            "selfsubjectreviews (`kubectl auth whoami`), with SelfSubjectReview's beta "
+            "(kubernetes#116274; plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go; "
+            "apiserver/authorization/bootstrap_policy.py)",
         ),
     }
 )
@@ -216,7 +296,21 @@ class VersionRules:
     scheduling_failure_checks_uid: bool
     preempt_pre_bind_in_memory: bool
     preempted_waiting_pod_backs_off: bool
+    admission_security_context_deny: bool
+    admission_pod_security_policy: bool
+    admission_persistent_volume_label: bool
+    admission_pod_security: bool
+    admission_pod_security_default_on: bool
+    admission_validating_admission_policy: bool
+    admission_cluster_trust_bundle_attest: bool
+    admission_mutating_admission_policy: bool
+    admission_pod_topology_labels: bool
+    admission_node_declared_feature_validator: bool
+    admission_job_validation: bool
+    admission_pod_resize_validator: bool
+    admission_pod_group_workload_exists: bool
     apf_borrowing: bool
+    rbac_self_subject_review: bool
 
     @classmethod
     def at(cls, version: Version) -> VersionRules:

@@ -26,9 +26,10 @@ from kemu.ctl.connect import (
     DEFAULT_AUTOSCALER,
     DEFAULT_SCHEDULER,
     DEFAULT_SERVER,
+    KUBECONFIG_ENV,
     SCHEDULER_ENV,
     SERVER_ENV,
-    server_address,
+    target,
 )
 from kemu.machinery.duration import DurationError, parse_duration
 from kemu.machinery.errors import ApiError, Timeout, Unavailable
@@ -334,7 +335,14 @@ def _common_flags() -> _Parser:
         "--server",
         "-s",
         default=argparse.SUPPRESS,
-        help=f"the apiserver, HOST:PORT (default: ${SERVER_ENV} or {DEFAULT_SERVER})",
+        help=f"the apiserver, HOST:PORT (default: ${SERVER_ENV}, the kubeconfig's, or "
+        f"{DEFAULT_SERVER})",
+    )
+    common.add_argument(
+        "--kubeconfig",
+        default=argparse.SUPPRESS,
+        help="the kubeconfig: the server, its CA and the user's client certificate (default: "
+        f"${KUBECONFIG_ENV}, else .kemu/kubeconfig when no server is named)",
     )
     common.add_argument(
         "-n", "--namespace", default=argparse.SUPPRESS, help='the namespace (default "default")'
@@ -432,13 +440,20 @@ async def run(
     if args.command is None:
         build_parser().print_help(out)
         return 0
-    server = server_address(getattr(args, "server", None), env)
     own_client = client is None
+    try:
+        to = target(getattr(args, "server", None), getattr(args, "kubeconfig", None), env)
+    except ValueError as e:
+        err.write(f"error: {e}\n")
+        return 1
+    server = to.server
     try:
         timeout = request_timeout(args)
         if client is None:
             # deferred start-up cost: gRPC is ~0.05 of kemuctl's ~0.13 s CPU to import, and
-            # --help, usage errors and an injected client need none
+            # --help, usage errors and an injected client need none. gRPC's core logs a failed
+            # TLS handshake at INFO on stderr; the error line below says it: errors only.
+            os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
             from kemu.client.client import Client
             from kemu.client.flowcontrol import ClientLimits
 
@@ -451,6 +466,7 @@ async def run(
                 user_agent="kemuctl",
                 wait_for_server=False,
                 limits=limits,
+                tls=to.tls,
             )
         explicit = getattr(args, "namespace", None)
         ctx = Context(

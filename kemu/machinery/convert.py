@@ -125,14 +125,18 @@ MICRO_TIME_FIELDS: Final = frozenset(
 
 
 def format_time(ts: Timestamp, precision: str = "stored") -> str:
-    """RFC 3339 in UTC. "stored": microseconds only when present (lossless for kemu's own round
-    trips); "second": metav1.Time as upstream serializes it; "micro": metav1.MicroTime, always
-    six digits; "milli": always three (kemu's clock)."""
+    """RFC 3339 in UTC. "stored": what is stored, no fraction when there is none, else
+    microseconds, or nanoseconds when it has them (lossless: the registry's patch round trip
+    must not change a time it was not asked to; a pod's startTime written by a hollow kubelet
+    from a float clock has nanoseconds); "second": metav1.Time as upstream serializes it;
+    "micro": metav1.MicroTime, always six digits; "milli": always three (kemu's clock)."""
     when = dt.datetime.fromtimestamp(ts.seconds, tz=dt.UTC)
     text = when.strftime("%Y-%m-%dT%H:%M:%S")
     if precision == "milli":
         return text + f".{ts.nanos // 1_000_000:03d}Z"
-    if precision == "micro" or (precision == "stored" and ts.nanos):
+    if precision == "stored" and ts.nanos % 1000:
+        text += f".{ts.nanos:09d}"
+    elif precision == "micro" or (precision == "stored" and ts.nanos):
         text += f".{ts.nanos // 1000:06d}"
     return text + "Z"
 
@@ -146,12 +150,17 @@ def parse_time(text: str, path: str) -> Timestamp:
     m = _RFC3339.match(text)
     if m is None:
         raise Invalid.field(path, f'"{text}" is not an RFC 3339 time')
+    fraction = m.group(7) or ""
+    whole = text.replace(fraction, "", 1) if fraction else text
     try:
-        when = dt.datetime.fromisoformat(text.replace("z", "Z").replace("Z", "+00:00"))
+        when = dt.datetime.fromisoformat(whole.replace("z", "Z").replace("Z", "+00:00"))
     except ValueError as e:
         raise Invalid.field(path, f'"{text}" is not an RFC 3339 time') from e
     ts = Timestamp()
     ts.FromDatetime(when.astimezone(dt.UTC).replace(tzinfo=None))
+    # (the fraction read here, to the nanosecond as Go's time.RFC3339Nano: datetime keeps
+    # microseconds only; digits past the ninth are dropped)
+    ts.nanos = int(fraction[1:10].ljust(9, "0")) if fraction else 0
     return ts
 
 

@@ -87,6 +87,16 @@ class DraDrivers:
     def __bool__(self) -> bool:
         return bool(self.drivers)
 
+    def binds_devices(self) -> bool:
+        """Whether a device of the file has bindingConditions (its driver then answers them,
+        as a driver's controller: kubelet/dra_driver.py)."""
+        return any(
+            device.binding_conditions
+            for driver in self.drivers
+            for s in driver.slices
+            for device in s.spec.devices
+        )
+
 
 NO_DRIVERS: Final = DraDrivers()
 

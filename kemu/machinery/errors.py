@@ -105,6 +105,15 @@ class BadRequest(ApiError):
     code = 400
 
 
+class Unauthorized(ApiError):
+    """A credential no authenticator accepts, or none where anonymous requests are refused
+    (upstream's unauthorized handler: always the message "Unauthorized", the cause in the
+    apiserver's log only)."""
+
+    reason = "Unauthorized"
+    code = 401
+
+
 class Forbidden(ApiError):
     reason = "Forbidden"
     code = 403
@@ -167,6 +176,7 @@ ERROR_CLASSES: Final[dict[str, type[ApiError]]] = {
         Fenced,
         Invalid,
         BadRequest,
+        Unauthorized,
         Forbidden,
         Gone,
         Expired,

@@ -132,6 +132,12 @@ def _getters(resource: str) -> dict[str, Getter]:
     return supported
 
 
+def getter(resource: str, field: str) -> Getter:
+    """The value of `field` (a field label `resource` supports) of an object: what a
+    selector's term compares (the watch cache indexes its watchers by one)."""
+    return _getters(resource)[field]
+
+
 @dataclass(frozen=True)
 class FieldRequirement:
     field: str

@@ -26,6 +26,10 @@ class RequestFilter:
     def empty(self) -> bool:
         return self.labels is None and self.fields is None
 
+    def exact(self, field: str) -> str | None:
+        """The value the field selector's `=` term requires of `field`, if it has one."""
+        return self.fields.exact(field) if self.fields is not None else None
+
     def matches(self, obj: Message) -> bool:
         if self.labels is not None and not self.labels.matches(obj.metadata.labels):  # type: ignore[attr-defined]
             return False

@@ -23,6 +23,13 @@ IMPERSONATE_USER_KEY: Final = "impersonate-user"
 IMPERSONATE_GROUP_KEY: Final = "impersonate-group"
 """gRPC metadata keys (lowercase, as gRPC requires) named after the REST edge's
 Impersonate-User and Impersonate-Group headers."""
+AUTHORIZATION_KEY: Final = "authorization"
+"""The gRPC metadata (and HTTP header, `Authorization`) of a bearer token: `Bearer <token>`."""
+
+
+def bearer(token: str) -> tuple[str, str]:
+    """The metadata entry that presents `token`."""
+    return (AUTHORIZATION_KEY, f"Bearer {token}")
 
 
 @dataclass(frozen=True)

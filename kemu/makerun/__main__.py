@@ -5,9 +5,14 @@ directory of the Procfile (the repository's root; a test's copy of it).
 1. Every port of the table (kemu.makerun.ports) is checked before anything starts: a taken one
    is one line, `make run: port 6443 (apiserver gRPC) is in use; move all ports with
    PORT_BASE=20000` (a base whose ports are all free now), and exit code 1.
-2. `.kemu/ports.env` (the ports, for honcho's `-e`), `.kemu/kubeconfig` (kubectl on the REST
-   port) and `.kemu/env` (for a user's `source`: KEMU_SERVER, KUBECONFIG and the decision
-   records' URLs kemuctl why reads) are written; with moved ports, one line says so.
+2. `.kemu/ports.env` (the ports, for honcho's `-e`), `.kemu/pki/` (the cluster's CA, the
+   apiserver's serving pair and a kubeconfig per component with its client certificate:
+   kemu.machinery.pki; the CA kept from an earlier run), `.kemu/kubeconfig` (the admin's, for
+   kubectl, the Python client and kemuctl, over TLS) and `.kemu/env` (for a user's `source`:
+   KEMU_SERVER, KUBECONFIG and the decision records' URLs kemuctl why reads) are written; with
+   moved ports, one line says so. The Procfile starts the apiserver with the serving pair and
+   the CA (--tls-cert-file, --tls-private-key-file, --client-ca-file) and every component with
+   its --kubeconfig.
 3. honcho replaces this process (`honcho start -e .kemu/ports.env`, so that Ctrl-C reaches it as
    before), with the virtualenv's scripts first on PATH and the clock's settings in the
    environment the Procfile reads ($KEMU_CLOCK_FLAGS; $KEMU_AUTOSCALER_TIMERS empty on the
@@ -19,19 +24,23 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
 from kemu.component.listen import bind_error
-from kemu.machinery import kubeconfig
+from kemu.machinery import pki
 from kemu.makerun.ports import BASE_ENV, LOOPBACK, TABLE, PortBaseError, Ports
 
 STATE_DIR: Final = Path(".kemu")
 PORTS_ENV: Final = "ports.env"
 USER_ENV: Final = "env"
 KUBECONFIG: Final = "kubeconfig"
+PKI_DIR: Final = "pki"
+NODES: Final = ("node-a", "node-b", "node-c")
+"""The Procfile's kubelets: each has its own certificate (`kubelet-<node>.kubeconfig`)."""
 CLOCKS: Final = ("real", "virtual")
 SUGGESTED_BASES: Final = range(20000, 30000, 1000)
 """Where a free base is looked for (below Linux's ephemeral ports, 32768 up)."""
@@ -66,7 +75,12 @@ def write_files(ports: Ports, state: Path) -> None:
     """.kemu/ports.env, .kemu/kubeconfig and .kemu/env (see the module docstring)."""
     state.mkdir(parents=True, exist_ok=True)
     (state / PORTS_ENV).write_text("".join(f"{k}={v}\n" for k, v in ports.environment().items()))
-    config = kubeconfig.write(state / KUBECONFIG, ports.rest_url)
+    users = {**pki.COMPONENTS, **{f"kubelet-{n}": pki.kubelet_user(n) for n in NODES}}
+    cluster = pki.write_cluster_pki(
+        state / PKI_DIR, rest_url=ports.rest_url, grpc_server=ports.server, users=users
+    )
+    config = state / KUBECONFIG
+    shutil.copy(cluster.kubeconfig("admin"), config)
     exports = {
         "KEMU_SERVER": ports.server,
         "KUBECONFIG": str(config.resolve()),

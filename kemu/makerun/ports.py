@@ -106,8 +106,8 @@ class Ports:
 
     @property
     def rest_url(self) -> str:
-        """The apiserver's REST edge (the kubeconfig's server)."""
-        return f"http://{LOOPBACK}:{self.port('APISERVER_REST')}"
+        """The apiserver's REST edge (the kubeconfig's server), over TLS."""
+        return f"https://{LOOPBACK}:{self.port('APISERVER_REST')}"
 
     @property
     def scheduler_url(self) -> str:

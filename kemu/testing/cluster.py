@@ -18,9 +18,11 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import ssl
 import uuid
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
@@ -39,6 +41,7 @@ from kemu.testing.etcd import DEFAULT_QUOTA_BACKEND_BYTES, Etcd, cluster_members
 from kemu.testing.eventually import eventually_sync
 from kemu.testing.faultproxy import FaultProxy
 from kemu.testing.launch import ForkServer, Launch, shared_forkserver
+from kemu.testing.netns import Host
 from kemu.testing.ports import LOOPBACK, free_port
 from kemu.testing.processes import (
     DEFAULT_STARTUP_TIMEOUT,
@@ -92,6 +95,29 @@ def add_clock_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+@dataclass(frozen=True)
+class MetricsEndpoint:
+    """Where a component's metrics/health endpoint is: its address (`--metrics-bind-address`;
+    loopback by default) and, when it serves TLS (a kubelet's --tls-cert-file), the CA file
+    that verifies it (its URLs are then https)."""
+
+    address: str = LOOPBACK
+    ca_file: Path | None = None
+
+    @property
+    def ssl_context(self) -> ssl.SSLContext | None:
+        if self.ca_file is None:
+            return None
+        return ssl.create_default_context(cafile=str(self.ca_file))
+
+    def url(self, port: int, path: str) -> str:
+        scheme = "http" if self.ca_file is None else "https"
+        return f"{scheme}://{self.address}:{port}{path}"
+
+
+LOOPBACK_METRICS: Final = MetricsEndpoint()
+
+
 class Component(ManagedProcess):
     """A kemu process started as `python -m module`, with its metrics/health endpoint."""
 
@@ -106,42 +132,53 @@ class Component(ManagedProcess):
         env: Mapping[str, str],
         port: int | None = None,
         forkserver: ForkServer | None = None,
+        metrics: MetricsEndpoint = LOOPBACK_METRICS,
     ) -> None:
         self.module = module
         self.metrics_port = metrics_port
+        self.metrics = metrics
+        self._ssl = metrics.ssl_context
         self.port = port  # the serving port, for the apiserver
-        super().__init__(
-            name, argv, log_path=log_path, env=env, ready=self.readyz_url, forkserver=forkserver
-        )
+        ready: str | Callable[[], bool] = self.readyz_url
+        if self._ssl is not None:
+            ready = self._ready
+        super().__init__(name, argv, log_path=log_path, env=env, ready=ready, forkserver=forkserver)
+
+    def _ready(self) -> bool:
+        return self.get(self.readyz_url)[0] == 200
+
+    def get(self, url: str) -> tuple[int, bytes]:
+        """GET `url` of this component's endpoint, verified by its CA when it serves TLS."""
+        return http_get(url, context=self._ssl)
 
     @property
     def metrics_url(self) -> str:
-        return f"http://{LOOPBACK}:{self.metrics_port}/metrics"
+        return self.metrics.url(self.metrics_port, "/metrics")
 
     @property
     def readyz_url(self) -> str:
-        return f"http://{LOOPBACK}:{self.metrics_port}/readyz"
+        return self.metrics.url(self.metrics_port, "/readyz")
 
     @property
     def healthz_url(self) -> str:
-        return f"http://{LOOPBACK}:{self.metrics_port}/healthz"
+        return self.metrics.url(self.metrics_port, "/healthz")
 
     def debug_url(self, name: str, query: Mapping[str, str] | None = None) -> str:
-        url = f"http://{LOOPBACK}:{self.metrics_port}/debug/{name}"
+        url = self.metrics.url(self.metrics_port, f"/debug/{name}")
         return f"{url}?{urlencode(query)}" if query else url
 
     def debug(self, name: str, query: Mapping[str, str] | None = None) -> Any:
         """The JSON document of GET /debug/<name>?<query>; RuntimeError unless it answers
         200 (blocking: call it from a thread in async code)."""
         url = self.debug_url(name, query)
-        status, body = http_get(url)
+        status, body = self.get(url)
         if status != 200:
             raise RuntimeError(f"GET {url} answered {status}: {body[:200]!r}")
         return json.loads(body)
 
     def scrape(self) -> str:
         """The Prometheus text from /metrics; RuntimeError unless it answers 200."""
-        status, body = http_get(self.metrics_url)
+        status, body = self.get(self.metrics_url)
         if status != 200:
             raise RuntimeError(f"{self.name}: GET {self.metrics_url} answered {status}")
         return body.decode()
@@ -195,10 +232,12 @@ class Cluster:
         self._boot_tokens: dict[str, str] = {}  # process name -> its last start's announcement
         self._apiserver: Component | None = None
         self._rest_url: str | None = None
+        self._rest_grpc = ""  # the gRPC address of the apiserver of `_rest_url`
         self.component_server: str | None = None
         """--server of the components started from now on (HOST:PORT[,HOST:PORT...]);
         None: the first apiserver (`server`). `servers` makes them fail over between every
-        apiserver started."""
+        apiserver started; `spread_components()` spreads them over the apiservers."""
+        self._spread: int | None = None  # components started since spread_components()
 
     def __enter__(self) -> Cluster:
         return self
@@ -241,6 +280,14 @@ class Cluster:
             raise RuntimeError("no apiserver was started: call start_apiserver() first")
         return ",".join(f"{LOOPBACK}:{a.port}" for a in self._apiservers)
 
+    def spread_components(self) -> None:
+        """Every component started from now on dials every apiserver started, its list
+        rotated one further than the previous component's: round-robin, as an L4 balancer
+        in front of upstream's apiservers spreads connections, each process sticking to its
+        first (and failing over to the next). Deterministic where `--server-order shuffled`
+        (kemu.client.endpoints) is random. Overrides `component_server`."""
+        self._spread = 0
+
     @property
     def server(self) -> str:
         """host:port of the apiserver, for --server and clients."""
@@ -256,8 +303,11 @@ class Cluster:
         return self._rest_url
 
     def write_kubeconfig(self, path: Path | None = None) -> Path:
-        """A kubeconfig for kubectl and the Python client (root/kubeconfig by default)."""
-        return kubeconfig.write(path or self.root / "kubeconfig", self.rest_url)
+        """A kubeconfig for kubectl and the Python client (root/kubeconfig by default), naming
+        the same apiserver's gRPC address too (kemuctl's)."""
+        return kubeconfig.write(
+            path or self.root / "kubeconfig", self.rest_url, grpc_server=self._rest_grpc
+        )
 
     def start_etcd(
         self,
@@ -339,6 +389,7 @@ class Cluster:
             rest_args = ["--rest-port", str(rest_port)]
             if self._rest_url is None:
                 self._rest_url = f"http://{LOOPBACK}:{rest_port}"
+                self._rest_grpc = f"{LOOPBACK}:{port}"
         args = [
             "--etcd-servers", self._dialed(name, self.etcd_servers),
             "--bind-address", LOOPBACK,
@@ -383,16 +434,24 @@ class Cluster:
         env: Mapping[str, str] | None = None,
         wait: bool = True,
         port: int | None = None,
+        host: Host | None = None,
+        metrics_ca: Path | None = None,
     ) -> Component:
         """Start `python -m module args... [--emulated-version V] [--feature-gates G]
         --metrics-port M` and, if `wait`, wait for its /readyz.
 
         `emulated_version` None leaves the component's default. `port` is recorded as the
-        component's serving port (it is not added to the arguments).
+        component's serving port (it is not added to the arguments). `host`: the process runs
+        in that network namespace (kemu.testing.netns), its metrics endpoint on the host's
+        address (--metrics-bind-address). `metrics_ca`: the endpoint serves TLS (the
+        component's --tls-cert-file, given in `args`) that this CA file verifies.
         """
         self._check_new_name(name)
         metrics_port = free_port()
+        metrics = MetricsEndpoint(host.address if host else LOOPBACK, metrics_ca)
         argv = list(args)
+        if host is not None:
+            argv += ["--metrics-bind-address", host.address]
         if emulated_version is not None:
             argv += ["--emulated-version", emulated_version]
         if feature_gates:
@@ -401,15 +460,17 @@ class Cluster:
         if self.clock is not ClockMode.REAL:
             argv += ["--clock", self.clock.value]
         argv += self._latency_args(module, name)
+        command = python_module_argv(module, argv)
         proc = Component(
             name,
             module,
-            python_module_argv(module, argv),
+            host.argv(command) if host is not None else command,
             metrics_port=metrics_port,
             log_path=self._log_path(name),
             env={**self.env, SKEW_FILE_ENV: str(self._skew_path(name)), **(env or {})},
             port=port,
             forkserver=self._forkserver,
+            metrics=metrics,
         )
         self._launch(proc, wait)
         return proc
@@ -718,6 +779,11 @@ class Cluster:
     # ------------------------------------------------------------------ internals
 
     def _component_server(self) -> str:
+        if self._spread is not None:
+            servers = self.servers.split(",")
+            turn = self._spread % len(servers)
+            self._spread += 1
+            return ",".join(servers[turn:] + servers[:turn])
         return self.component_server or self.server
 
     def _dialed(self, dialer: str, addresses: str) -> str:

@@ -3,7 +3,9 @@ low-priority victims that take a while to terminate, then several preemptors cre
 virtual instant. `PreemptionScenario.generate(rng)` draws one from a seed (nodes, pod sizes,
 priorities, the victims' shutdown durations and grace periods, the preemptors, their
 WaitForFirstConsumer claims, the kubelet processes the nodes are dealt to);
-`run_scenario` runs it on a fresh cluster at rate max and returns what it did
+(and, where asked, a ReplicaSet of preemptors: the controller-manager creates its pods by
+generateName, so that their names too must be the same each run); `run_scenario` runs it on
+a fresh cluster at rate max and returns what it did
 (`kemu.testing.digest.RunRecorder`), so that two runs can be compared.
 
     scenario = PreemptionScenario.generate(SeededRandom(7))
@@ -26,9 +28,10 @@ from typing import Final
 import anyio.lowlevel
 import anyio.to_thread
 
+from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.machinery.virtual_time import ClockMode
-from kemu.testing.builders import PriorityClassBuilder, make_pod
+from kemu.testing.builders import PriorityClassBuilder, make_pod, make_replica_set
 from kemu.testing.cluster import Cluster
 from kemu.testing.cluster_time import START_SECONDS
 from kemu.testing.digest import RunRecorder
@@ -47,8 +50,12 @@ SIMULATED_PROVISIONER: Final = "kemu.io/simulated"
 """controllermanager/persistentvolume/simulated_provisioner.py's provisioner name."""
 PROVISION_DELAY: Final = "provisionDelay"
 """Its StorageClass parameter."""
-STORAGE_CONTROLLERS: Final = "persistentvolume-binder,simulated-csi-provisioner"
+STORAGE_CONTROLLERS: Final = ("persistentvolume-binder", "simulated-csi-provisioner")
 """The controller-manager's controllers for a scenario with claims."""
+REPLICA_SET_CONTROLLERS: Final = ("replicaset",)
+"""Its controllers for a scenario with a ReplicaSet."""
+REPLICA_SET: Final = "preemptors"
+REPLICA_SET_REPLICAS: Final = (2, 4)
 
 
 class Writes(enum.Enum):
@@ -91,6 +98,17 @@ class Preemptor:
 
 
 @dataclass(frozen=True)
+class ReplicaSetPreemptors:
+    """A ReplicaSet `preemptors` of identical preemptors, created at the preemptors'
+    instant: the ReplicaSet controller creates its pods (by generateName, in concurrent
+    batches of 1, 2, 4, ...)."""
+
+    replicas: int
+    milli_cpu: int
+    priority: int
+
+
+@dataclass(frozen=True)
 class ProvisionedClass:
     """A WaitForFirstConsumer StorageClass of the simulated CSI provisioner."""
 
@@ -123,6 +141,14 @@ class PreemptionScenario:
     with `Writes.BURST`, the cluster's steps may come between them)."""
     run_for: float = 60.0
     """Virtual seconds the cluster runs after the preemptors are created."""
+    replica_set: ReplicaSetPreemptors | None = None
+    """More preemptors, as a ReplicaSet's pods (written after the others)."""
+
+    def controllers(self) -> tuple[str, ...]:
+        """The controller-manager's controllers (none: it does not run)."""
+        return (STORAGE_CONTROLLERS if self.classes else ()) + (
+            REPLICA_SET_CONTROLLERS if self.replica_set is not None else ()
+        )
 
     @classmethod
     def generate(
@@ -134,13 +160,15 @@ class PreemptionScenario:
         preemptor_writes: Writes = Writes.SETTLED,
         claims: float = 0.0,
         kubelets: tuple[int, int] = (1, 1),
+        replica_sets: float = 0.0,
     ) -> PreemptionScenario:
         """A scenario drawn from `rng`: `nodes` and `preemptors` are inclusive ranges of
         their counts. Each node is filled with victims (1 to 3 of them, sizes that add up to
         the node), priorities 1..5 (some equal), shutdown durations of SHUTDOWNS, grace
         periods of 1..5 s; each preemptor asks for 0.5..1 node at priority 100..102 and,
         with the chance `claims`, a WaitForFirstConsumer claim of one of two simulated
-        classes (provisionDelay of PROVISION_DELAYS)."""
+        classes (provisionDelay of PROVISION_DELAYS); with the chance `replica_sets`, a
+        ReplicaSet of 2 to 4 more (ReplicaSetPreemptors)."""
         # (priorities drawn, then sorted unless the writes are held: a later write never
         # goes before an earlier one in the scheduling queue, so that a burst too is
         # repeatable)
@@ -190,6 +218,18 @@ class PreemptionScenario:
             classes=classes,
             # (drawn last, and only when asked: the draws before are those of older seeds)
             kubelets=min(node_count, rng.randint(*kubelets)) if kubelets != (1, 1) else 1,
+            replica_set=(
+                ReplicaSetPreemptors(
+                    # (from three, a batch of the controller's slow start is concurrent:
+                    # the apiserver names a base's objects in the order they commit,
+                    # apiserver/registry/names.py)
+                    replicas=rng.randint(*REPLICA_SET_REPLICAS),
+                    milli_cpu=rng.choice((node_cpu // 4, node_cpu // 2)),
+                    priority=rng.randint(100, 102),
+                )
+                if replica_sets and rng.random() < replica_sets
+                else None
+            ),
         )
 
 
@@ -203,8 +243,9 @@ def _split(rng: random.Random, total: int, parts: int) -> list[int]:
 
 async def run_scenario(root: Path, scenario: PreemptionScenario) -> RunRecorder:
     """`scenario` on a fresh cluster (etcd, an apiserver, a scheduler with the scenario's
-    seed, `kubelets` hollow kubelets for the nodes and, for claims, a controller-manager with
-    the PersistentVolume controller and the simulated CSI provisioner), every process
+    seed, `kubelets` hollow kubelets for the nodes and, for claims or a ReplicaSet, a
+    controller-manager with the PersistentVolume controller and the simulated CSI provisioner
+    or the ReplicaSet controller), every process
     started while the clock holds; the victims created one by one with the cluster settled
     after each (`advance_clock(0)`), then the preemptors' claims, then the preemptors at
     that same instant (as `preemptor_writes` says), then the clock at rate max for `run_for`
@@ -230,18 +271,20 @@ async def run_scenario(root: Path, scenario: PreemptionScenario) -> RunRecorder:
                         "--pod-startup-delay", "0s",
                     ],
                 )  # fmt: skip
-            if scenario.classes:
+            if scenario.controllers():
                 manager = c.start_controllermanager(
-                    extra_args=["--controllers", STORAGE_CONTROLLERS], wait=False
+                    extra_args=["--controllers", ",".join(scenario.controllers())], wait=False
                 )
                 # (its first lists may wait for its client's tokens: START_SECONDS)
                 await client.advance_clock(START_SECONDS)
                 await anyio.to_thread.run_sync(manager.wait_ready)
             await client.advance_clock(0)  # every process up, and done with the start
             async with RunRecorder.watching(client) as run:
-                priorities = {v.priority for v in scenario.victims} | {
-                    p.priority for p in scenario.preemptors
-                }
+                priorities = (
+                    {v.priority for v in scenario.victims}
+                    | {p.priority for p in scenario.preemptors}
+                    | ({scenario.replica_set.priority} if scenario.replica_set else set())
+                )
                 for value in sorted(priorities):
                     await client.create(PriorityClassBuilder(f"p{value}", value).obj())
                 for cls in scenario.classes:
@@ -271,8 +314,18 @@ async def run_scenario(root: Path, scenario: PreemptionScenario) -> RunRecorder:
                         await client.create(obj)
                         await settle()
                         await anyio.sleep(scenario.write_pause)
+                    if scenario.replica_set is not None:
+                        await client.create(_replica_set(scenario.replica_set))
+                        await settle()
                 await client.advance_clock(scenario.run_for)
         return run
+
+
+def _replica_set(preemptors: ReplicaSetPreemptors) -> types_pb2.ReplicaSet:
+    rs = make_replica_set(REPLICA_SET).namespace(NAMESPACE).replicas(preemptors.replicas)
+    obj = rs.req(cpu=f"{preemptors.milli_cpu}m").obj()
+    obj.spec.template.spec.priority_class_name = f"p{preemptors.priority}"
+    return obj
 
 
 @asynccontextmanager

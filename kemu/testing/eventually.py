@@ -24,6 +24,8 @@ from typing import TypeVar, cast, overload
 
 import anyio
 
+from kemu.machinery.errors import Conflict
+
 T = TypeVar("T")
 
 
@@ -123,3 +125,18 @@ def eventually_sync(
         if remaining <= 0:
             raise attempts.failure() from attempts.last_error
         time.sleep(min(interval, remaining))
+
+
+def retrying_conflicts(step: Callable[[], Awaitable[object]]) -> Callable[[], Awaitable[bool]]:
+    """A read-modify-write `step` as a check for `eventually`: its Conflict (another writer
+    got in between its read and its write) is a failed attempt, read again next time, as
+    client-go's retry.RetryOnConflict (k8s.io/client-go/util/retry/util.go)."""
+
+    async def attempt() -> bool:
+        try:
+            await step()
+        except Conflict as e:
+            raise AssertionError(f"conflict, read again: {e}") from e
+        return True
+
+    return attempt

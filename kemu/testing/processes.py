@@ -25,6 +25,7 @@ import logging
 import os
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import threading
@@ -69,10 +70,18 @@ class ProcessStartError(RuntimeError):
         )
 
 
-def http_get(url: str, timeout: float = 2.0) -> tuple[int, bytes]:
-    """GET `url` without proxies: (status, body). HTTP error statuses are returned, not raised."""
+def http_get(
+    url: str, timeout: float = 2.0, *, context: ssl.SSLContext | None = None
+) -> tuple[int, bytes]:
+    """GET `url` without proxies: (status, body). HTTP error statuses are returned, not raised.
+    `context`: how an https URL's server is verified (default: the system's roots)."""
+    opener = _opener
+    if context is not None:
+        opener = urllib.request.build_opener(
+            urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=context)
+        )
     try:
-        with _opener.open(url, timeout=timeout) as resp:
+        with opener.open(url, timeout=timeout) as resp:
             return int(resp.status), resp.read()
     except urllib.error.HTTPError as e:
         return e.code, e.read()

@@ -12,19 +12,18 @@ its own: create the objects and `wait_claim_bound`.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Final
 
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
-from kemu.machinery.errors import Conflict
 from kemu.machinery.storage import (
     ANN_BIND_COMPLETED,
     ANN_BOUND_BY_CONTROLLER,
     ANN_SELECTED_NODE,
     NOT_SUPPORTED_PROVISIONER,
 )
-from kemu.testing.eventually import eventually
+from kemu.testing.eventually import eventually, retrying_conflicts
 
 NO_PROVISIONER: Final = NOT_SUPPORTED_PROVISIONER
 OBJECT_NAME_FIELD: Final = "metadata.name"
@@ -148,20 +147,7 @@ async def complete_binding(
         await client.update_status(c)
 
     for step in (bind_volume, bind_claim):
-        await eventually(_retrying_conflicts(step), timeout=timeout)
-
-
-def _retrying_conflicts(step: Callable[[], Awaitable[None]]) -> Callable[[], Awaitable[bool]]:
-    """The step, its Conflict turned into a failed attempt (eventually tries again)."""
-
-    async def attempt() -> bool:
-        try:
-            await step()
-        except Conflict as e:
-            raise AssertionError(f"conflict, read again: {e}") from e
-        return True
-
-    return attempt
+        await eventually(retrying_conflicts(step), timeout=timeout)
 
 
 async def provision_when_selected(

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -32,6 +33,7 @@ import yaml
 
 from autoscaler.expander import EXPANDERS
 from kemu.client.client import Client
+from kemu.ctl import connect
 from kemu.machinery.errors import ApiError
 from kemu.machinery.validation.names import is_dns1123_label
 from kemu.trace import files, openb, recorder, synthetic
@@ -57,7 +59,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     rec = sub.add_parser("record", help="record a running kemu cluster as a SimKube trace")
-    rec.add_argument("--server", default="127.0.0.1:6443", help="the apiserver (HOST:PORT)")
+    rec.add_argument(
+        "--server",
+        default=None,
+        help="the apiserver (HOST:PORT; default: $KEMU_SERVER, the kubeconfig's, 127.0.0.1:6443)",
+    )
+    rec.add_argument(
+        "--kubeconfig",
+        default=None,
+        help="the kubeconfig (its server's CA and client certificate), as kemuctl's: default "
+        "$KUBECONFIG, else .kemu/kubeconfig when no server is named",
+    )
     rec.add_argument("--out", required=True, metavar="FILE", help="the trace file to write")
     rec.add_argument(
         "--duration",
@@ -199,10 +211,14 @@ def cmd_record(args: argparse.Namespace) -> int:
     if not out.parent.is_dir():
         fail(f"--out: {out.parent}: no such directory")
     rec = recorder.Recorder(tracked)
+    try:
+        to = connect.target(args.server, args.kubeconfig, os.environ)
+    except ValueError as e:
+        fail(f"--kubeconfig: {e}")
 
     async def run() -> None:
         stop = anyio.Event()
-        async with Client(args.server, timeout=10.0) as client:
+        async with Client(to.server, timeout=10.0, tls=to.tls) as client:
             await client.wait_ready(timeout=10)
             async with anyio.create_task_group() as tg:
 
@@ -229,7 +245,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     try:
         anyio.run(run)
     except ApiError as e:
-        fail(f"--server {args.server}: {e}", 1)
+        fail(f"--server {to.server}: {e}", 1)
     trace = rec.trace()
     files.save(out, trace)
     print(

@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -67,15 +68,23 @@ def _procfile_commands() -> list[tuple[str, str, list[str]]]:
     return commands
 
 
-def test_every_procfile_line_parses_with_its_process_flags() -> None:
+def test_every_procfile_line_parses_with_its_process_flags(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """make run starts each process with these flags: one its process does not know (as a
     --runtime-config given to the scheduler, which is the apiserver's alone) would stop that
-    process at start-up, seen only by the make-run tests of the long suite."""
+    process at start-up, seen only by the make-run tests of the long suite. In a directory
+    where make run has written `.kemu/` (each --kubeconfig is read as it is parsed)."""
     import contextlib
     import importlib
     import io
 
+    from kemu.makerun.__main__ import STATE_DIR, write_files
+    from kemu.makerun.ports import Ports
+
     commands = _procfile_commands()
+    monkeypatch.chdir(tmp_path)
+    write_files(Ports(), STATE_DIR)
     assert {process for _, process, _ in commands} == {
         "apiserver", "controllermanager", "scheduler", "kubelet", "cloud", "autoscaler"
     }  # fmt: skip

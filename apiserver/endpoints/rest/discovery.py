@@ -62,6 +62,11 @@ class OtherResource:
     namespaced: bool
     verbs: tuple[str, ...]
     short_names: tuple[str, ...] = ()
+    minors: tuple[int, int] = (0, 1_000)
+    """The emulated minor versions that serve it: from the first, before the second."""
+
+    def served_at(self, minor: int) -> bool:
+        return self.minors[0] <= minor < self.minors[1]
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -69,6 +74,7 @@ class OtherResource:
 
 
 AUTHORIZATION: Final = "authorization.k8s.io"
+AUTHENTICATION: Final = "authentication.k8s.io"
 EVENTS: Final = "events.k8s.io"
 METRICS: Final = "metrics.k8s.io"
 
@@ -77,6 +83,27 @@ SELF_SUBJECT_ACCESS_REVIEWS: Final = OtherResource(
 )
 SELF_SUBJECT_RULES_REVIEWS: Final = OtherResource(
     AUTHORIZATION, "v1", "selfsubjectrulesreviews", "SelfSubjectRulesReview", False, ("create",)
+)
+SUBJECT_ACCESS_REVIEWS: Final = OtherResource(
+    AUTHORIZATION, "v1", "subjectaccessreviews", "SubjectAccessReview", False, ("create",)
+)
+LOCAL_SUBJECT_ACCESS_REVIEWS: Final = OtherResource(
+    AUTHORIZATION, "v1", "localsubjectaccessreviews", "LocalSubjectAccessReview", True, ("create",)
+)
+# authentication.k8s.io SelfSubjectReview (`kubectl auth whoami`): alpha 1.26, beta 1.27, GA
+# 1.28 (KEP-3325); each version served from its release on (v1alpha1 and v1beta1 are off by
+# default upstream from 1.28 and 1.29: kemu serves the one `kubectl auth whoami` finds first)
+SELF_SUBJECT_REVIEWS: Final = tuple(
+    OtherResource(
+        AUTHENTICATION,
+        version,
+        "selfsubjectreviews",
+        "SelfSubjectReview",
+        False,
+        ("create",),
+        minors=minors,
+    )
+    for version, minors in (("v1", (28, 1_000)), ("v1beta1", (27, 28)), ("v1alpha1", (26, 27)))
 )
 EVENTS_V1: Final = OtherResource(
     EVENTS, "v1", "events", "Event", True, ("get", "list", "watch"), ("ev",)
@@ -88,14 +115,26 @@ POD_METRICS: Final = OtherResource(METRICS, "v1beta1", "pods", "PodMetrics", Tru
 OTHER_RESOURCES: Final = (
     SELF_SUBJECT_ACCESS_REVIEWS,
     SELF_SUBJECT_RULES_REVIEWS,
+    SUBJECT_ACCESS_REVIEWS,
+    LOCAL_SUBJECT_ACCESS_REVIEWS,
+    *SELF_SUBJECT_REVIEWS,
     EVENTS_V1,
     NODE_METRICS,
     POD_METRICS,
 )
 
 
-def other_resource(group: str, version: str, resource: str) -> OtherResource | None:
-    return next((r for r in OTHER_RESOURCES if r.key == (group, version, resource)), None)
+def other_resource(
+    group: str, version: str, resource: str, served: Served = ALL_SERVED
+) -> OtherResource | None:
+    return next(
+        (
+            r
+            for r in OTHER_RESOURCES
+            if r.key == (group, version, resource) and r.served_at(served.minor)
+        ),
+        None,
+    )
 
 
 def group_version(kind: Kind) -> tuple[str, str]:
@@ -109,15 +148,21 @@ def kinds_of(group: str, version: str, served: Served = ALL_SERVED) -> list[Kind
     return served.kinds_of(group, version)
 
 
-def others_of(group: str, version: str) -> list[OtherResource]:
-    return [r for r in OTHER_RESOURCES if (r.group, r.version) == (group, version)]
+def others_of(group: str, version: str, served: Served = ALL_SERVED) -> list[OtherResource]:
+    return [
+        r
+        for r in OTHER_RESOURCES
+        if (r.group, r.version) == (group, version) and r.served_at(served.minor)
+    ]
 
 
 def group_versions(served: Served = ALL_SERVED) -> dict[str, list[str]]:
     """Every group (the core group "" first) and its versions, preferred first, in the order
     of KINDS then OTHER_RESOURCES."""
     out: dict[str, list[str]] = {"": []}
-    pairs = served.group_versions() + [(r.group, r.version) for r in OTHER_RESOURCES]
+    pairs = served.group_versions() + [
+        (r.group, r.version) for r in OTHER_RESOURCES if r.served_at(served.minor)
+    ]
     for group, version in pairs:
         versions = out.setdefault(group, [])
         if version not in versions:
@@ -174,7 +219,7 @@ def _group_version(sub: str) -> tuple[str, str] | None:
 
 def resource_list(group: str, version: str, served: Served = ALL_SERVED) -> JSONObject | None:
     kinds = kinds_of(group, version, served)
-    others = others_of(group, version)
+    others = others_of(group, version, served)
     if not kinds and not others:
         return None
     resources: JSONArray = []
@@ -298,7 +343,7 @@ def aggregated(legacy_core: bool, version: str, served: Served = ALL_SERVED) -> 
         entries: JSONArray = []
         for v in versions:
             resources: JSONArray = [_aggregated_resource(k, g, v) for k in kinds_of(g, v, served)]
-            resources += [_aggregated_other(r) for r in others_of(g, v)]
+            resources += [_aggregated_other(r) for r in others_of(g, v, served)]
             entries.append({"version": v, "resources": resources, "freshness": "Current"})
         items.append({"metadata": {"name": g} if g else {}, "versions": entries})
     return {

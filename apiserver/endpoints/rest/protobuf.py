@@ -200,6 +200,12 @@ _TYPES: Final[dict[tuple[str, str], str]] = {
     **{(v, k.kind): k.kind for k in KINDS for _, served in k.versions for v in served},
     ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): "SelfSubjectAccessReview",
     ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): "SelfSubjectRulesReview",
+    ("authorization.k8s.io/v1", "SubjectAccessReview"): "SubjectAccessReview",
+    ("authorization.k8s.io/v1", "LocalSubjectAccessReview"): "LocalSubjectAccessReview",
+    **{
+        (f"authentication.k8s.io/{v}", "SelfSubjectReview"): "SelfSubjectReview"
+        for v in ("v1", "v1beta1", "v1alpha1")
+    },
     ("policy/v1", "Eviction"): "Eviction",
     ("authentication.k8s.io/v1", "TokenRequest"): "TokenRequest",
     ("v1", "DeleteOptions"): "DeleteOptions",

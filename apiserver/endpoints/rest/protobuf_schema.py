@@ -1386,6 +1386,21 @@ SCHEMA: Final[Messages] = {
         2: ("spec", "SelfSubjectRulesReviewSpec"),
     },
     "SelfSubjectRulesReviewSpec": {1: ("namespace", "string")},
+    # SubjectAccessReview, LocalSubjectAccessReview (one spec); authentication.k8s.io's
+    # SelfSubjectReview (`kubectl auth whoami`: its request has metadata alone)
+    "SubjectAccessReview": {1: ("metadata", "ObjectMeta"), 2: ("spec", "SubjectAccessReviewSpec")},
+    "LocalSubjectAccessReview": {
+        1: ("metadata", "ObjectMeta"),
+        2: ("spec", "SubjectAccessReviewSpec"),
+    },
+    "SubjectAccessReviewSpec": {
+        1: ("resourceAttributes", "ResourceAttributes"),
+        2: ("nonResourceAttributes", "NonResourceAttributes"),
+        3: ("user", "string"),
+        4: ("groups", "[]string"),
+        6: ("uid", "string"),
+    },
+    "SelfSubjectReview": {1: ("metadata", "ObjectMeta")},
     # ---- issue #57 kinds-a: k8s.io/api rbac/v1, networking/v1, certificates/v1 and core/v1
     # generated.proto; kube-aggregator apiregistration/v1 generated.proto (read at kubernetes
     # master, 1.37)

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from apiserver.endpoints.identity import ANONYMOUS, UserInfo
-from apiserver.endpoints.inflight import RequestInfo
+from apiserver.endpoints.inflight import RequestInfo, selected_name
 from kemu.machinery import subresources
 from kemu.machinery.kinds import BY_KIND
 
@@ -53,6 +53,16 @@ def request_info(
     else:
         verb = _VERBS.get(method, method.lower())
     initial = verb == "watch" and query.get("sendInitialEvents", "").lower() in ("true", "1")
+    selector = query.get("fieldSelector", "") if verb in ("list", "watch") else ""
     return RequestInfo(
-        verb, resource, namespace, "", group, subresource, user, send_initial_events=initial
+        verb,
+        resource,
+        namespace,
+        "",
+        group,
+        subresource,
+        user,
+        send_initial_events=initial,
+        name=rest[1] if named else selected_name(selector),
+        field_selector=selector,
     )

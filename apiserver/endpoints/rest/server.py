@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import ssl
 from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Any, Final
@@ -19,9 +20,14 @@ import anyio
 from aiohttp import web
 from google.protobuf.message import Message
 
+from apiserver.admission import request_user
+from apiserver.authentication.service_accounts import ServiceAccountTokens
+from apiserver.authorization import modes
 from apiserver.endpoints import identity
-from apiserver.endpoints.inflight import Limiter
+from apiserver.endpoints.filters.authorization import authorize
+from apiserver.endpoints.inflight import Limiter, RequestInfo
 from apiserver.endpoints.rest import (
+    authentication,
     authorization,
     deprecation,
     discovery,
@@ -62,6 +68,7 @@ from kemu.machinery.errors import ApiError, BadRequest, InternalError, NotFound
 from kemu.machinery.fencing import ENFORCE_KEY, TOKEN_KEY, FencingToken
 from kemu.machinery.kinds import ALL_SERVED, BY_KIND, Served, unwrap
 from kemu.machinery.managedfields import apply as apply_rules
+from kemu.machinery.user import UserInfo
 
 logger = logging.getLogger(__name__)
 
@@ -134,7 +141,9 @@ def parse_path(parts: list[str], served: Served = ALL_SERVED) -> Target | None:
     return Target(kind, namespace, name, sub, served_as="" if gv == kind.api_version else gv)
 
 
-def parse_other_path(parts: list[str]) -> tuple[OtherResource, str, str] | None:
+def parse_other_path(
+    parts: list[str], served: Served = ALL_SERVED
+) -> tuple[OtherResource, str, str] | None:
     """["apis", group, version, ("namespaces", NS,) resource (, name)] naming one of
     discovery's OTHER_RESOURCES, as (resource, namespace, name); None otherwise."""
     if parts[:1] != ["apis"] or len(parts) < 4:
@@ -143,7 +152,7 @@ def parse_other_path(parts: list[str]) -> tuple[OtherResource, str, str] | None:
     namespace = ""
     if len(rest) >= 3 and rest[0] == "namespaces":
         namespace, rest = rest[1], rest[2:]
-    r = discovery.other_resource(group, version, rest[0])
+    r = discovery.other_resource(group, version, rest[0], served)
     if r is None or len(rest) > 2 or (namespace and not r.namespaced):
         return None
     return r, namespace, rest[1] if len(rest) > 1 else ""
@@ -165,9 +174,14 @@ class RestApi:
         *,
         ready: Callable[[], bool],
         limiter: Limiter,
+        tokens: ServiceAccountTokens,
         clock: Clock | None = None,
+        authorization: modes.Authorization | None = None,
     ) -> None:
+        """`authorization`: what --authorization-mode built (None: AlwaysAllow)."""
+        self._authorization = authorization or modes.build(modes.DEFAULT_MODES, {})
         self._limiter = limiter
+        self._tokens = tokens
         self._registry = registry
         self._service = service
         self._ready = ready
@@ -179,23 +193,30 @@ class RestApi:
 
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
         try:
-            user = identity.of_headers(
+            requester = identity.Requester(
+                identity.current().authenticated(
+                    _certificate_user(request),
+                    identity.bearer_token(request.headers.get("Authorization", "")),
+                    "",
+                ),
                 request.headers.get("Impersonate-User", ""),
-                request.headers.getall("Impersonate-Group", []),
+                tuple(request.headers.getall("Impersonate-Group", [])),
             )
-            info = request_info(request.method, request.path, request.query, user)
+            info = request_info(request.method, request.path, request.query, requester.user)
             # a watch from outside the cluster does not hold the event-driven clock
             counted = self._service.activity.request() if info.verb != "watch" else nullcontext()
             manager = request.query.get("fieldManager") or field_managers.from_user_agent(
                 request.headers.get("User-Agent", "")
             )
             async with self._limiter.admit(info):
+                user = self._authorize(requester, info)
                 with (
                     fencing.serving(_fencing_token(request)),
                     field_managers.serving(manager),
+                    request_user.serving(user),
                     counted,
                 ):
-                    return await self._route(request)
+                    return await self._route(request, user)
         except ApiError as e:
             return _error(e)
         except (ConnectionResetError, anyio.get_cancelled_exc_class()):
@@ -204,7 +225,13 @@ class RestApi:
             logger.exception("%s %s failed", request.method, request.path)
             return _error(InternalError(f"internal error: {e}"))
 
-    async def _route(self, request: web.BaseRequest) -> web.StreamResponse:
+    def _authorize(self, requester: identity.Requester, info: RequestInfo) -> UserInfo:
+        """The user the request acts as, once authorized (filters/authorization.py)."""
+        if self._authorization.always_allow:
+            return requester.user
+        return authorize(self._authorization, requester, info)
+
+    async def _route(self, request: web.BaseRequest, user: UserInfo) -> web.StreamResponse:
         path = clean_path(request.raw_path)
         if path in ("/healthz", "/livez"):
             return web.Response(text="ok")
@@ -219,9 +246,9 @@ class RestApi:
             if response is not None:
                 return response
         parts = [p for p in path.split("/") if p]
-        other = parse_other_path(parts)
+        other = parse_other_path(parts, self._registry.served)
         if other is not None:
-            return await self._other(request, *other)
+            return await self._other(request, user, *other)
         target = parse_path(parts, self._registry.served)
         if target is None:
             raise NotFound("the server could not find the requested resource")
@@ -241,7 +268,7 @@ class RestApi:
     # ------------------------------------------------------------ other resources
 
     async def _other(
-        self, request: web.BaseRequest, r: OtherResource, namespace: str, name: str
+        self, request: web.BaseRequest, user: UserInfo, r: OtherResource, namespace: str, name: str
     ) -> web.StreamResponse:
         """One of discovery's OTHER_RESOURCES: the verbs it lists, else 405."""
         verb = _OTHER_VERBS.get((request.method, bool(name)), "")
@@ -252,10 +279,23 @@ class RestApi:
                 "the server does not allow this method on the requested resource "
                 f"({request.method} {r.resource}.{r.group})"
             )
+        authz = self._authorization
         if r is discovery.SELF_SUBJECT_ACCESS_REVIEWS:
-            return json_response(authorization.access_review(await self._body(request), r), 201)
+            body = await self._body(request)
+            return json_response(authorization.access_review(body, r, user, authz), 201)
         if r is discovery.SELF_SUBJECT_RULES_REVIEWS:
-            return json_response(authorization.rules_review(await self._body(request), r), 201)
+            body = await self._body(request)
+            return json_response(authorization.rules_review(body, r, user, authz), 201)
+        if r is discovery.SUBJECT_ACCESS_REVIEWS:
+            body = await self._body(request)
+            return json_response(authorization.subject_access_review(body, r, authz), 201)
+        if r is discovery.LOCAL_SUBJECT_ACCESS_REVIEWS:
+            body = await self._body(request)
+            answer = authorization.local_access_review(body, r, namespace, authz)
+            return json_response(answer, 201)
+        if r in discovery.SELF_SUBJECT_REVIEWS:
+            body = await self._body(request)
+            return json_response(authentication.self_subject_review(body, r, user), 201)
         if r is discovery.EVENTS_V1:
             t = Target(BY_KIND["Event"], namespace, name, "", events.EVENTS_V1_VIEW)
             if verb == "watch":
@@ -292,7 +332,8 @@ class RestApi:
             if sub is subresources.TOKEN:
                 sa = await self._get(t)
                 assert isinstance(sa, types_pb2.ServiceAccount)
-                answer = token.token_request(await self._body(request), sa, self._now())
+                body = await self._body(request)
+                answer = token.token_request(self._tokens, self._registry, body, sa)
                 return json_response(answer, 201)
             if sub is subresources.LOG:
                 pod = await self._get(t)
@@ -348,8 +389,12 @@ class RestApi:
 
         return parse_json(raw or b"{}", unknown)
 
-    async def _decode(self, request: web.BaseRequest, t: Target, unknown: UnknownFields) -> Message:
-        body = await self._body(request, unknown)
+    async def _decode(
+        self, request: web.BaseRequest, t: Target, unknown: UnknownFields, body: Any = None
+    ) -> Message:
+        """The request's object (`body`: its JSON, when the caller has read it)."""
+        if body is None:
+            body = await self._body(request, unknown)
         if t.kind is _POD:
             body = podgroups.pod_fields_served(body, self._registry.served.minor, unknown)
         obj = t.decode(body, unknown)
@@ -379,14 +424,20 @@ class RestApi:
         registry = self._registry_for(request)
         unknown = _field_validation(request)
         obj = await self._decode(request, t, unknown)
-        created, _ = await registry.create_owned(obj)
+        with field_managers.writing_in(t.api_version):
+            created, _ = await registry.create_owned(obj)
         return _warn(self._object(request, t, created, 201), unknown)
 
     async def _update(self, request: web.BaseRequest, t: Target) -> web.Response:
         registry = self._registry_for(request)
         unknown = _field_validation(request)
-        obj = await self._decode(request, t, unknown)
-        updated = await registry.update(obj, subresource=t.subresource)
+        body = await self._body(request, unknown)
+        obj = await self._decode(request, t, unknown, body)
+        with (
+            field_managers.sent_empty(field_managers.body_sends_empty(body)),
+            field_managers.writing_in(t.api_version),
+        ):
+            updated = await registry.update(obj, subresource=t.subresource)
         return _warn(self._object(request, t, updated), unknown)
 
     async def _patch(self, request: web.BaseRequest, t: Target) -> web.Response:
@@ -409,16 +460,24 @@ class RestApi:
             )
         text = jsonutil.decode(await read_body(request), "the patch")
         unknown = _field_validation(request)
-        patched = await registry.patch(
-            t.kind.resource,
-            self._namespace(t),
-            t.name,
-            text,
-            t.subresource,
-            content_type,
-            unknown,
-            api_version=t.api_version,
-        )
+        empty = False
+        if "managedFields" in text:  # (the patch is read again by the registry)
+            parsed = jsonutil.loads(text, "the patch")
+            if content_type == patches.JSON:
+                empty = field_managers.json_patch_sends_empty(parsed)
+            else:
+                empty = field_managers.body_sends_empty(parsed)
+        with field_managers.sent_empty(empty), field_managers.writing_in(t.api_version):
+            patched = await registry.patch(
+                t.kind.resource,
+                self._namespace(t),
+                t.name,
+                text,
+                t.subresource,
+                content_type,
+                unknown,
+                api_version=t.api_version,
+            )
         return _warn(self._object(request, t, patched), unknown)
 
     async def _apply(self, request: web.BaseRequest, t: Target, registry: Registry) -> web.Response:
@@ -597,6 +656,15 @@ class UnsupportedMediaType(ApiError):
     code = 415
 
 
+def _certificate_user(request: web.BaseRequest) -> identity.UserInfo | None:
+    """The user of the request's verified client certificate (TLS with --client-ca-file)."""
+    transport = request.transport
+    tls = transport.get_extra_info("ssl_object") if transport is not None else None
+    if tls is None:
+        return None
+    return identity.of_peer_certificate(tls.getpeercert(binary_form=True))
+
+
 def _method_not_allowed(method: str, t: Target) -> ApiError:
     sub = f"/{t.subresource}" if t.subresource else ""
     return MethodNotAllowed(
@@ -612,24 +680,38 @@ def _unsupported_media(content_type: str) -> ApiError:
     )
 
 
+MAX_HEADER_BYTES: Final = 1 << 20
+"""What a request line or a header may hold: upstream's secure server's MaxHeaderBytes
+(k8s.io/apiserver/pkg/server/secure_serving.go, `MaxHeaderBytes: 1 << 20`; aiohttp's default,
+8190 bytes, refused a long label selector or continue token with 400 before authentication)."""
+
+
 async def serve(
     api: RestApi,
     host: str,
     port: int,
     *,
+    ssl_context: ssl.SSLContext | None = None,
     task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serves until cancelled."""
-    server = web.Server(api.handle, handler_cancellation=True, access_log=None)
+    """Serves until cancelled; HTTPS with `ssl_context` (kemu.component.secure_serving)."""
+    server = web.Server(
+        api.handle,
+        handler_cancellation=True,
+        access_log=None,
+        max_line_size=MAX_HEADER_BYTES,
+        max_field_size=MAX_HEADER_BYTES,
+    )
     runner = web.ServerRunner(server, handle_signals=False, shutdown_timeout=1.0)
     await runner.setup()
-    site = web.TCPSite(runner, host, port)
+    site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
     try:
         await site.start()
     except OSError as e:
         await runner.cleanup()
         raise listen.failed(host, port, e) from None
-    logger.info("serving the Kubernetes REST API on http://%s:%d", host, port)
+    scheme = "https" if ssl_context is not None else "http"
+    logger.info("serving the Kubernetes REST API on %s://%s:%d", scheme, host, port)
     task_status.started()
     try:
         await anyio.sleep_forever()

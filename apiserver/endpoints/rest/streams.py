@@ -24,9 +24,17 @@ for the kubelet:
   upstream's kubelet (v4.channel.k8s.io: per port of the query's `ports`, a data and an error
   channel opened with the port number), the same message on each error channel, and the
   close.
-- SPDY over a plain HTTP upgrade (kubectl's fallback): not spoken. exec, attach or
-  port-forward asking for it get a 400 Status saying why, which kubectl prints as `error
-  upgrading connection: ...`.
+- SPDY/3.1 over a plain HTTP upgrade (`Upgrade: SPDY/3.1`; kubectl's fallback, and its only
+  transport with KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false or KUBECTL_PORT_FORWARD_WEBSOCKETS=
+  false; the upgrade is spdy_upgrade.py): exec and attach negotiate upstream's kubelet's
+  protocols (v4.channel.k8s.io down to channel.k8s.io: pkg/kubelet/cri/streaming/
+  remotecommand/httpstream.go), reply to each stream kubectl opens (error, stdin, stdout,
+  stderr, resize, told apart by their streamType header) and, once the error stream and the
+  output streams the query asks for are open, write the line on stderr (stdout with a tty)
+  and the NonZeroExitCode Status on the error stream (its message alone before v4), ending
+  each; port-forward negotiates portforward.k8s.io and answers as through the WebSocket
+  tunnel. The connection lasts until kubectl closes it (a few seconds at most after the
+  answer).
 
 Before any upgrade the request is checked as upstream: the pod (404), the container (400
 `container x is not valid for pod p`, or the choice among several), a pod not bound or not
@@ -38,13 +46,16 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Final
 
+import anyio
 from aiohttp import WSMsgType, web
 
-from apiserver.endpoints.rest import spdy
+from apiserver.endpoints.rest import spdy, spdy_upgrade
 from apiserver.endpoints.rest.logs import container_name
+from apiserver.endpoints.rest.request import json_response
+from apiserver.endpoints.rest.status import failure
 from kemu.api.v1 import types_pb2
 from kemu.machinery.errors import BadRequest
 
@@ -63,6 +74,13 @@ _STATUS_PROTOCOLS: Final = frozenset({V5, V4})
 
 SPDY_PORT_FORWARD: Final = "SPDY/3.1+portforward.k8s.io"
 """port-forward's SPDY tunnelled over a WebSocket (WebsocketsSPDYTunnelingPortForwardV1)."""
+PORT_FORWARD_V1: Final = "portforward.k8s.io"
+"""port-forward's protocol over a plain SPDY upgrade (the kubelet's portforward.ProtocolV1Name)."""
+SPDY_EXEC_PROTOCOLS: Final = (V4, "v3.channel.k8s.io", "v2.channel.k8s.io", "channel.k8s.io")
+"""exec and attach's protocols over a plain SPDY upgrade (remotecommand's
+SupportedStreamingProtocols: there is no v5 over SPDY)."""
+STREAM_TYPE_STDOUT: Final = "stdout"
+STREAM_TYPE_STDERR: Final = "stderr"
 # The stream headers of port-forward (core/v1 constants: StreamType, PortHeader,
 # PortForwardRequestIDHeader), lower-cased as SPDY/3 sends them.
 STREAM_TYPE_HEADER: Final = "streamtype"
@@ -79,6 +97,12 @@ EXIT_CANNOT_EXECUTE: Final = 126
 
 _CLOSE_TIMEOUT: Final = 2.0
 """Seconds the close handshake may take before the connection is dropped."""
+_SPDY_STREAM_CREATION_TIMEOUT: Final = 30.0
+"""Seconds a SPDY exec or attach waits for kubectl's streams (the kubelet's
+streamCreationTimeout default, DefaultStreamCreationTimeout)."""
+_SPDY_LINGER: Final = 10.0
+"""Seconds an answered SPDY exec or attach waits for kubectl to close the connection (it does
+once it has read the streams' ends) before closing it."""
 
 
 def no_process_line(pod: types_pb2.Pod, container: str, action: str) -> str:
@@ -137,16 +161,17 @@ async def serve(
 ) -> web.StreamResponse:
     """Answers pods/exec, pods/attach or pods/portforward for `pod` (as read)."""
     container = check_target(pod, dict(request.query), subresource)
-    name = pod.metadata.name
+    if spdy_upgrade.wants_spdy(request):
+        return await _serve_spdy(request, pod, subresource, container)
     if not _wants_websocket(request):
         raise BadRequest(
-            f'kemu: pod "{name}" is simulated and its containers run no process: kemu '
-            f"answers {subresource} over WebSocket ({V5}) only, not SPDY"
+            "unable to upgrade: missing upgrade headers in request: kemu answers "
+            f"{subresource} over a WebSocket or a SPDY/3.1 upgrade"
         )
     if subresource == PORT_FORWARD:
         return await _port_forward(request, pod)
-    command = request.query.getall("command", []) if subresource == EXEC else []
-    action = f"execute [{' '.join(command)}]" if subresource == EXEC else "attach to"
+    command = _command(request, subresource)
+    action = _action(command, subresource)
     ws = web.WebSocketResponse(protocols=CHANNEL_PROTOCOLS, timeout=_CLOSE_TIMEOUT)
     await ws.prepare(request)
     protocol = ws.ws_protocol or ""
@@ -159,6 +184,14 @@ async def serve(
     await ws.send_bytes(bytes([ERROR]) + error)
     await ws.close()
     return ws
+
+
+def _command(request: web.BaseRequest, subresource: str) -> list[str]:
+    return request.query.getall("command", []) if subresource == EXEC else []
+
+
+def _action(command: Sequence[str], subresource: str) -> str:
+    return f"execute [{' '.join(command)}]" if subresource == EXEC else "attach to"
 
 
 def no_listener_message(pod: types_pb2.Pod, port: str) -> str:
@@ -209,34 +242,142 @@ async def _port_forward_channels(
 async def _port_forward_spdy(request: web.BaseRequest, pod: types_pb2.Pod) -> web.StreamResponse:
     ws = web.WebSocketResponse(protocols=(SPDY_PORT_FORWARD,), timeout=_CLOSE_TIMEOUT)
     await ws.prepare(request)
+
+    async def receive() -> bytes | None:
+        message = await ws.receive()
+        return message.data if message.type == WSMsgType.BINARY else None
+
+    try:
+        await _port_forward_frames(receive, ws.send_bytes, pod)
+    finally:
+        await ws.close()
+    return ws
+
+
+Receive = Callable[[], Awaitable[bytes | None]]
+"""The connection's next bytes; None once the peer closed it."""
+Send = Callable[[bytes], Awaitable[None]]
+
+
+async def _port_forward_frames(receive: Receive, send: Send, pod: types_pb2.Pod) -> None:
+    """port-forward's SPDY streams, over a WebSocket tunnel or a plain upgrade: each stream
+    replied to; for each requestID's error and data streams (upstream's kubelet pairs them:
+    pkg/kubelet/cri/streaming/portforward/httpstream.go), the error stream's message that
+    nothing listens, and both ended; a PING answered; until the peer closes or goes away."""
     reader, writer = spdy.Reader(), spdy.Writer()
     pending: dict[str, dict[str, int]] = {}
     """Per requestID, its streams by type until both are open."""
     try:
-        async for message in ws:
-            if message.type != WSMsgType.BINARY:
-                break
-            for frame in reader.feed(message.data):
+        while (data := await receive()) is not None:
+            for frame in reader.feed(data):
                 if not frame.control:
                     continue  # the local side's bytes, or its end: nothing reads them
                 if frame.kind == spdy.PING:
-                    await ws.send_bytes(writer.ping(frame))
+                    await send(writer.ping(frame))
                 elif frame.kind == spdy.GOAWAY:
-                    return ws
+                    return
                 elif frame.kind == spdy.SYN_STREAM:
                     headers = reader.headers(frame)
-                    await ws.send_bytes(writer.syn_reply(frame.stream_id))
+                    await send(writer.syn_reply(frame.stream_id))
                     streams = pending.setdefault(headers.get(REQUEST_ID_HEADER, ""), {})
                     streams[headers.get(STREAM_TYPE_HEADER, "")] = frame.stream_id
                     if STREAM_TYPE_ERROR in streams and STREAM_TYPE_DATA in streams:
                         del pending[headers.get(REQUEST_ID_HEADER, "")]
                         line = no_listener_message(pod, headers.get(PORT_HEADER, "?"))
-                        await ws.send_bytes(
-                            writer.data(streams[STREAM_TYPE_ERROR], line.encode(), fin=True)
-                        )
-                        await ws.send_bytes(writer.data(streams[STREAM_TYPE_DATA], b"", fin=True))
+                        await send(writer.data(streams[STREAM_TYPE_ERROR], line.encode(), fin=True))
+                        await send(writer.data(streams[STREAM_TYPE_DATA], b"", fin=True))
     except spdy.ProtocolError as e:
         logger.info("port-forward of pod %s/%s: %s", pod.metadata.namespace, pod.metadata.name, e)
+
+
+def _flag(query: Mapping[str, str], name: str) -> bool:
+    """A boolean of exec's query (kubectl sends `stdout=true`; upstream parses it as Go's
+    strconv.ParseBool through the query decoder)."""
+    return query.get(name, "") in ("1", "t", "T", "true", "TRUE", "True")
+
+
+async def _serve_spdy(
+    request: web.BaseRequest, pod: types_pb2.Pod, subresource: str, container: str
+) -> web.StreamResponse:
+    """exec, attach or port-forward over a plain SPDY/3.1 upgrade."""
+    protocols = (PORT_FORWARD_V1,) if subresource == PORT_FORWARD else SPDY_EXEC_PROTOCOLS
+    try:
+        protocol = spdy_upgrade.negotiate(request, protocols)
+    except spdy_upgrade.ProtocolRefused as e:
+        refused = json_response(failure(e), e.code)
+        for name, value in e.headers():
+            refused.headers.add(name, value)
+        return refused
+    connection = await spdy_upgrade.upgrade(request, protocol)
+    try:
+        if subresource == PORT_FORWARD:
+            await _port_forward_frames(connection.receive, connection.send, pod)
+        else:
+            await _remote_command_frames(request, connection, pod, subresource, container, protocol)
     finally:
-        await ws.close()
-    return ws
+        connection.close()
+    return connection.response
+
+
+async def _remote_command_frames(
+    request: web.BaseRequest,
+    connection: spdy_upgrade.Connection,
+    pod: types_pb2.Pod,
+    subresource: str,
+    container: str,
+    protocol: str,
+) -> None:
+    """exec or attach over SPDY (the kubelet's remotecommand/httpstream.go): every stream
+    replied to; once the error stream and the output streams the query asks for are open
+    (kubectl opens error, then stdin, stdout, stderr, resize, each after the last's reply),
+    the line on stderr (stdout with a tty, which has no stderr), the exit Status on the error
+    stream, all three ended. Then until kubectl closes, at most _SPDY_LINGER seconds (and
+    _SPDY_STREAM_CREATION_TIMEOUT for the streams to open)."""
+    query = dict(request.query)
+    tty = _flag(query, "tty")
+    wanted = {STREAM_TYPE_ERROR}
+    if _flag(query, "stdout"):
+        wanted.add(STREAM_TYPE_STDOUT)
+    if _flag(query, "stderr") and not tty:
+        wanted.add(STREAM_TYPE_STDERR)
+    command = _command(request, subresource)
+    reader, writer = spdy.Reader(), spdy.Writer()
+    opened: dict[str, int] = {}
+    answered = False
+    try:
+        with anyio.CancelScope(
+            deadline=anyio.current_time() + _SPDY_STREAM_CREATION_TIMEOUT
+        ) as linger:
+            while (data := await connection.receive()) is not None:
+                for frame in reader.feed(data):
+                    if not frame.control:
+                        continue  # stdin or a resize: nothing reads them
+                    if frame.kind == spdy.PING:
+                        await connection.send(writer.ping(frame))
+                    elif frame.kind == spdy.GOAWAY:
+                        return
+                    elif frame.kind == spdy.SYN_STREAM:
+                        headers = reader.headers(frame)
+                        await connection.send(writer.syn_reply(frame.stream_id))
+                        opened.setdefault(headers.get(STREAM_TYPE_HEADER, ""), frame.stream_id)
+                if answered or not wanted <= opened.keys():
+                    continue
+                answered = True
+                line = no_process_line(pod, container, _action(command, subresource)).encode()
+                out = opened.get(STREAM_TYPE_STDERR, opened.get(STREAM_TYPE_STDOUT))
+                if out is not None:
+                    await connection.send(writer.data(out, line, fin=False))
+                for kind in (STREAM_TYPE_STDOUT, STREAM_TYPE_STDERR):
+                    if kind in opened:
+                        await connection.send(writer.data(opened[kind], b"", fin=True))
+                status = exit_status(command or [subresource], EXIT_CANNOT_EXECUTE)
+                if protocol == V4:
+                    error = json.dumps(status).encode()
+                else:
+                    error = str(status["message"]).encode()
+                await connection.send(writer.data(opened[STREAM_TYPE_ERROR], error, fin=True))
+                linger.deadline = anyio.current_time() + _SPDY_LINGER
+    except spdy.ProtocolError as e:
+        logger.info(
+            "%s of pod %s/%s: %s", subresource, pod.metadata.namespace, pod.metadata.name, e
+        )

@@ -1,91 +1,89 @@
 """serviceaccounts/token: the TokenRequest (authentication.k8s.io/v1) that `kubectl create
-token` posts (upstream pkg/registry/core/serviceaccount/storage/token.go). The answer carries a
-JWT-shaped token for the ServiceAccount: upstream's claims (iss, sub
-`system:serviceaccount:<ns>:<name>`, aud, iat, nbf, exp, jti and the `kubernetes.io` claim
-naming the namespace and the account with its uid), signed HS256 with a key the apiserver
-draws at start. Nothing checks tokens yet (kemu has no authentication: the security issue's);
-the expiry is `spec.expirationSeconds` (default 3600, at least 600, as upstream validates)."""
+token` posts (upstream pkg/registry/core/serviceaccount/storage/token.go): answered by the
+apiserver's ServiceAccountTokens (apiserver/authentication/service_accounts.py), its bound
+object read from the registry's watch caches. The gRPC edge's CreateToken
+(apiserver/endpoints/servicer.py) carries the same request as api_pb2.TokenRequest: `body_of`
+and `message_of` translate it to and from the JSON the tokens answer."""
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
-import json
-import secrets
-import uuid
 from typing import Any, Final
 
-from kemu.api.v1 import types_pb2
+from apiserver.authentication.service_accounts import ServiceAccountTokens
+from apiserver.registry.registry import Registry
+from kemu.api.v1 import api_pb2, types_pb2
 from kemu.machinery import convert
-from kemu.machinery.errors import BadRequest, Invalid
+from kemu.machinery.kinds import BY_KIND
 
-API_VERSION: Final = "authentication.k8s.io/v1"
-KIND: Final = "TokenRequest"
-ISSUER: Final = "https://kubernetes.default.svc.cluster.local"
-"""--service-account-issuer of a kubeadm cluster; also the default audience."""
-DEFAULT_EXPIRATION: Final = 3600
-MIN_EXPIRATION: Final = 600
-_KEY: Final = secrets.token_bytes(32)
+_SERVICE_ACCOUNT: Final = BY_KIND["ServiceAccount"]
+_POD: Final = BY_KIND["Pod"]
+_SECRET: Final = BY_KIND["Secret"]
+_NODE: Final = BY_KIND["Node"]
 
 
-def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+class RegistryLookup:
+    """The objects a token names, as the registry's watch caches hold them."""
+
+    def __init__(self, registry: Registry) -> None:
+        self._cached = registry.store.cached
+
+    def service_account(self, namespace: str, name: str) -> types_pb2.ServiceAccount | None:
+        obj = self._cached(_SERVICE_ACCOUNT, namespace, name)
+        return obj if isinstance(obj, types_pb2.ServiceAccount) else None
+
+    def pod(self, namespace: str, name: str) -> types_pb2.Pod | None:
+        obj = self._cached(_POD, namespace, name)
+        return obj if isinstance(obj, types_pb2.Pod) else None
+
+    def secret(self, namespace: str, name: str) -> types_pb2.Secret | None:
+        obj = self._cached(_SECRET, namespace, name)
+        return obj if isinstance(obj, types_pb2.Secret) else None
+
+    def node(self, name: str) -> types_pb2.Node | None:
+        obj = self._cached(_NODE, "", name)
+        return obj if isinstance(obj, types_pb2.Node) else None
 
 
-def sign(claims: dict[str, Any], key: bytes = _KEY) -> str:
-    header = _b64(json.dumps({"alg": "HS256", "typ": "JWT"}, separators=(",", ":")).encode())
-    payload = _b64(json.dumps(claims, separators=(",", ":")).encode())
-    mac = hmac.new(key, f"{header}.{payload}".encode(), hashlib.sha256).digest()
-    return f"{header}.{payload}.{_b64(mac)}"
+def token_request(
+    tokens: ServiceAccountTokens, registry: Registry, body: Any, sa: types_pb2.ServiceAccount
+) -> dict[str, Any]:
+    return tokens.token_request(body, sa, RegistryLookup(registry))
 
 
-def token_request(body: Any, sa: types_pb2.ServiceAccount, now: float) -> dict[str, Any]:
-    """The TokenRequest answered for `body` (a TokenRequest, possibly empty) on `sa`."""
-    if body is None or body == b"" or body == {}:
-        body = {}
-    if not isinstance(body, dict):
-        raise BadRequest("a TokenRequest must be a JSON object")
-    spec = body.get("spec") or {}
-    if not isinstance(spec, dict):
-        raise BadRequest("spec must be an object")
-    expiration = spec.get("expirationSeconds", DEFAULT_EXPIRATION)
-    if not isinstance(expiration, int) or isinstance(expiration, bool):
-        raise Invalid.field("spec.expirationSeconds", "must be an integer")
-    if expiration < MIN_EXPIRATION:
-        raise Invalid.field(
-            "spec.expirationSeconds",
-            f"Invalid value: {expiration}: may not specify a duration less than 10 minutes",
-        )
-    audiences = spec.get("audiences") or [ISSUER]
-    iat = int(now)
-    exp = iat + expiration
-    meta = sa.metadata
-    claims = {
-        "aud": audiences,
-        "exp": exp,
-        "iat": iat,
-        "iss": ISSUER,
-        "jti": str(uuid.uuid4()),
-        "kubernetes.io": {
-            "namespace": meta.namespace,
-            "serviceaccount": {"name": meta.name, "uid": meta.uid},
-        },
-        "nbf": iat,
-        "sub": f"system:serviceaccount:{meta.namespace}:{meta.name}",
-    }
-    out_meta = {"name": meta.name, "namespace": meta.namespace}
-    return {
-        "kind": KIND,
-        "apiVersion": API_VERSION,
-        "metadata": {**out_meta, "creationTimestamp": None},
-        "spec": {
-            "audiences": audiences,
-            "expirationSeconds": expiration,
-            "boundObjectRef": spec.get("boundObjectRef"),
-        },
-        "status": {
-            "token": sign(claims),
-            "expirationTimestamp": convert.format_time(convert.timestamp(exp), "second"),
-        },
-    }
+def body_of(req: api_pb2.TokenRequest) -> dict[str, Any]:
+    """The JSON body a REST client would post for `req`."""
+    spec: dict[str, Any] = {}
+    if req.spec.audiences:
+        spec["audiences"] = list(req.spec.audiences)
+    if req.spec.HasField("expiration_seconds"):
+        spec["expirationSeconds"] = req.spec.expiration_seconds
+    if req.spec.HasField("bound_object_ref"):
+        ref = req.spec.bound_object_ref
+        spec["boundObjectRef"] = {
+            "kind": ref.kind,
+            "apiVersion": ref.api_version,
+            "name": ref.name,
+            "uid": ref.uid,
+        }
+    return {"spec": spec}
+
+
+def message_of(answer: dict[str, Any]) -> api_pb2.TokenRequest:
+    """The answered TokenRequest (`ServiceAccountTokens.token_request`'s JSON) as a message."""
+    out = api_pb2.TokenRequest()
+    out.metadata.name = answer["metadata"]["name"]
+    out.metadata.namespace = answer["metadata"]["namespace"]
+    spec = answer["spec"]
+    out.spec.audiences.extend(spec["audiences"])
+    out.spec.expiration_seconds = spec["expirationSeconds"]
+    ref = spec.get("boundObjectRef")
+    if ref:
+        out.spec.bound_object_ref.kind = ref.get("kind", "")
+        out.spec.bound_object_ref.api_version = ref.get("apiVersion", "")
+        out.spec.bound_object_ref.name = ref.get("name", "")
+        out.spec.bound_object_ref.uid = ref.get("uid", "")
+    out.status.token = answer["status"]["token"]
+    out.status.expiration_timestamp.CopyFrom(
+        convert.parse_time(answer["status"]["expirationTimestamp"], "status.expirationTimestamp")
+    )
+    return out

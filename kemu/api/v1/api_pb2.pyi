@@ -1,3 +1,6 @@
+import datetime
+
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from kemu.api.v1 import types_pb2 as _types_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
@@ -191,6 +194,26 @@ class UpdateRequest(_message.Message):
     object: Object
     def __init__(self, object: _Optional[_Union[Object, _Mapping]] = ...) -> None: ...
 
+class UpdateBatchRequest(_message.Message):
+    __slots__ = ("items",)
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    items: _containers.RepeatedCompositeFieldContainer[UpdateRequest]
+    def __init__(self, items: _Optional[_Iterable[_Union[UpdateRequest, _Mapping]]] = ...) -> None: ...
+
+class UpdateResult(_message.Message):
+    __slots__ = ("object", "error")
+    OBJECT_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    object: Object
+    error: Status
+    def __init__(self, object: _Optional[_Union[Object, _Mapping]] = ..., error: _Optional[_Union[Status, _Mapping]] = ...) -> None: ...
+
+class UpdateBatchResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[UpdateResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[UpdateResult, _Mapping]]] = ...) -> None: ...
+
 class PatchRequest(_message.Message):
     __slots__ = ("resource", "namespace", "name", "patch", "subresource")
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
@@ -252,6 +275,46 @@ class Eviction(_message.Message):
     propagation_policy: str
     dry_run: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, metadata: _Optional[_Union[_types_pb2.ObjectMeta, _Mapping]] = ..., grace_period_seconds: _Optional[int] = ..., preconditions: _Optional[_Union[Preconditions, _Mapping]] = ..., propagation_policy: _Optional[str] = ..., dry_run: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class TokenRequest(_message.Message):
+    __slots__ = ("metadata", "spec", "status")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    metadata: _types_pb2.ObjectMeta
+    spec: TokenRequestSpec
+    status: TokenRequestStatus
+    def __init__(self, metadata: _Optional[_Union[_types_pb2.ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[TokenRequestSpec, _Mapping]] = ..., status: _Optional[_Union[TokenRequestStatus, _Mapping]] = ...) -> None: ...
+
+class TokenRequestSpec(_message.Message):
+    __slots__ = ("audiences", "expiration_seconds", "bound_object_ref")
+    AUDIENCES_FIELD_NUMBER: _ClassVar[int]
+    EXPIRATION_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    BOUND_OBJECT_REF_FIELD_NUMBER: _ClassVar[int]
+    audiences: _containers.RepeatedScalarFieldContainer[str]
+    expiration_seconds: int
+    bound_object_ref: BoundObjectReference
+    def __init__(self, audiences: _Optional[_Iterable[str]] = ..., expiration_seconds: _Optional[int] = ..., bound_object_ref: _Optional[_Union[BoundObjectReference, _Mapping]] = ...) -> None: ...
+
+class BoundObjectReference(_message.Message):
+    __slots__ = ("kind", "api_version", "name", "uid")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    API_VERSION_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    UID_FIELD_NUMBER: _ClassVar[int]
+    kind: str
+    api_version: str
+    name: str
+    uid: str
+    def __init__(self, kind: _Optional[str] = ..., api_version: _Optional[str] = ..., name: _Optional[str] = ..., uid: _Optional[str] = ...) -> None: ...
+
+class TokenRequestStatus(_message.Message):
+    __slots__ = ("token", "expiration_timestamp")
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    EXPIRATION_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    token: str
+    expiration_timestamp: _timestamp_pb2.Timestamp
+    def __init__(self, token: _Optional[str] = ..., expiration_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class Status(_message.Message):
     __slots__ = ("status", "message", "reason", "code")

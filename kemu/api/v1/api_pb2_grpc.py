@@ -64,6 +64,11 @@ class ApiStub:
                 request_serializer=kemu_dot_api_dot_v1_dot_api__pb2.UpdateRequest.SerializeToString,
                 response_deserializer=kemu_dot_api_dot_v1_dot_api__pb2.Object.FromString,
                 _registered_method=True)
+        self.UpdateBatch = channel.unary_unary(
+                '/kemu.api.v1.Api/UpdateBatch',
+                request_serializer=kemu_dot_api_dot_v1_dot_api__pb2.UpdateBatchRequest.SerializeToString,
+                response_deserializer=kemu_dot_api_dot_v1_dot_api__pb2.UpdateBatchResponse.FromString,
+                _registered_method=True)
         self.Patch = channel.unary_unary(
                 '/kemu.api.v1.Api/Patch',
                 request_serializer=kemu_dot_api_dot_v1_dot_api__pb2.PatchRequest.SerializeToString,
@@ -88,6 +93,11 @@ class ApiStub:
                 '/kemu.api.v1.Api/Evict',
                 request_serializer=kemu_dot_api_dot_v1_dot_api__pb2.Eviction.SerializeToString,
                 response_deserializer=kemu_dot_api_dot_v1_dot_api__pb2.Status.FromString,
+                _registered_method=True)
+        self.CreateToken = channel.unary_unary(
+                '/kemu.api.v1.Api/CreateToken',
+                request_serializer=kemu_dot_api_dot_v1_dot_api__pb2.TokenRequest.SerializeToString,
+                response_deserializer=kemu_dot_api_dot_v1_dot_api__pb2.TokenRequest.FromString,
                 _registered_method=True)
         self.Version = channel.unary_unary(
                 '/kemu.api.v1.Api/Version',
@@ -140,6 +150,12 @@ class ApiServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def UpdateBatch(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Patch(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -169,6 +185,13 @@ class ApiServicer:
 
     def Evict(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateToken(self, request, context):
+        """serviceaccounts/token: a create of the subresource, as kubectl create token's POST.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -220,6 +243,11 @@ def add_ApiServicer_to_server(servicer, server):
                     request_deserializer=kemu_dot_api_dot_v1_dot_api__pb2.UpdateRequest.FromString,
                     response_serializer=kemu_dot_api_dot_v1_dot_api__pb2.Object.SerializeToString,
             ),
+            'UpdateBatch': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateBatch,
+                    request_deserializer=kemu_dot_api_dot_v1_dot_api__pb2.UpdateBatchRequest.FromString,
+                    response_serializer=kemu_dot_api_dot_v1_dot_api__pb2.UpdateBatchResponse.SerializeToString,
+            ),
             'Patch': grpc.unary_unary_rpc_method_handler(
                     servicer.Patch,
                     request_deserializer=kemu_dot_api_dot_v1_dot_api__pb2.PatchRequest.FromString,
@@ -244,6 +272,11 @@ def add_ApiServicer_to_server(servicer, server):
                     servicer.Evict,
                     request_deserializer=kemu_dot_api_dot_v1_dot_api__pb2.Eviction.FromString,
                     response_serializer=kemu_dot_api_dot_v1_dot_api__pb2.Status.SerializeToString,
+            ),
+            'CreateToken': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateToken,
+                    request_deserializer=kemu_dot_api_dot_v1_dot_api__pb2.TokenRequest.FromString,
+                    response_serializer=kemu_dot_api_dot_v1_dot_api__pb2.TokenRequest.SerializeToString,
             ),
             'Version': grpc.unary_unary_rpc_method_handler(
                     servicer.Version,
@@ -429,6 +462,33 @@ class Api:
             _registered_method=True)
 
     @staticmethod
+    def UpdateBatch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kemu.api.v1.Api/UpdateBatch',
+            kemu_dot_api_dot_v1_dot_api__pb2.UpdateBatchRequest.SerializeToString,
+            kemu_dot_api_dot_v1_dot_api__pb2.UpdateBatchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
     def Patch(request,
             target,
             options=(),
@@ -553,6 +613,33 @@ class Api:
             '/kemu.api.v1.Api/Evict',
             kemu_dot_api_dot_v1_dot_api__pb2.Eviction.SerializeToString,
             kemu_dot_api_dot_v1_dot_api__pb2.Status.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateToken(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kemu.api.v1.Api/CreateToken',
+            kemu_dot_api_dot_v1_dot_api__pb2.TokenRequest.SerializeToString,
+            kemu_dot_api_dot_v1_dot_api__pb2.TokenRequest.FromString,
             options,
             channel_credentials,
             insecure,

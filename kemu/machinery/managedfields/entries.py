@@ -21,7 +21,13 @@ from kemu.machinery.jsonvalue import JSON, JSONObject
 from kemu.machinery.managedfields import fieldpath as fp
 from kemu.machinery.managedfields.fieldpath import FieldSet
 from kemu.machinery.managedfields.schema import Node
-from kemu.machinery.managedfields.updater import Conflicts, ManagedFields, Updater, VersionedSet
+from kemu.machinery.managedfields.updater import (
+    Conflicts,
+    ManagedFields,
+    Others,
+    Updater,
+    VersionedSet,
+)
 
 APPLY: Final = "Apply"
 UPDATE: Final = "Update"
@@ -240,12 +246,15 @@ class FieldManager:
         managed: Managed,
         manager: Manager,
         now: Timestamp,
+        others: Others | None = None,
     ) -> Managed:
         """The entries after an update of `live` into `new` by `manager`: when it changed
-        anything, its entry takes the fields and the time (managedfieldsupdater.go)."""
+        anything, its entry takes the fields and the time (managedfieldsupdater.go).
+        `others`: the write compared in another version, for the managers of other
+        versions."""
         current = "current-operation"
         fields = self.updater.update(
-            strip(live), strip(new), self.api_version, managed.fields, current
+            strip(live), strip(new), self.api_version, managed.fields, current, others
         )
         times = dict(managed.times)
         mine = fields.pop(current, None)
@@ -269,6 +278,7 @@ class FieldManager:
         manager: Manager,
         force: bool,
         now: Timestamp,
+        others: Others | None = None,
     ) -> tuple[JSONObject, Managed]:
         """`config` applied to `live` by `manager`: the object and the entries; Conflicts."""
         head: JSONObject = {k: live[k] for k in ("apiVersion", "kind") if k in live}
@@ -285,6 +295,7 @@ class FieldManager:
             managed.fields,
             manager.identifier(),
             force,
+            others,
         )
         ident = manager.identifier()
         mine = fields.get(ident)

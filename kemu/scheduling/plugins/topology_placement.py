@@ -34,7 +34,7 @@ from kemu.scheduling.interface import (
     PluginArgs,
 )
 from kemu.scheduling.plugins.helpers import check_arg_keys
-from kemu.scheduling.pod_group_state import PodGroupKey
+from kemu.scheduling.pod_group_state import GroupMembership, MembershipField, PodGroupKey
 from kemu.scheduling.status import SUCCESS, Status, as_error
 from kemu.scheduling.types import NodeInfo
 
@@ -47,8 +47,11 @@ class TopologyPlacement(PlacementGeneratePlugin):
     def __init__(self, handle: Handle) -> None:
         self.handle = handle
         factory = handle.informer_factory()
+        # (PodGroups exist for it only with GenericWorkload: without, no informer, which the
+        # scheduler's RBAC role would refuse; every group is then one it does not know)
+        grouped = GroupMembership.of(handle.gates).field is MembershipField.SCHEDULING_GROUP
         self._pod_groups: ObjectLister[types_pb2.PodGroup] | None = (
-            factory.informer(types_pb2.PodGroup).lister if factory is not None else None
+            factory.informer(types_pb2.PodGroup).lister if factory is not None and grouped else None
         )
 
     def name(self) -> str:

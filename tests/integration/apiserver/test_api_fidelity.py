@@ -141,6 +141,32 @@ async def test_pods_status_changes_labels_and_annotations_but_never_spec_deletio
         assert list(got.metadata.owner_references) == []
 
 
+async def test_a_status_patch_keeps_the_times_it_does_not_touch_to_the_nanosecond(
+    cluster: Cluster,
+) -> None:
+    """A merge patch of a pod's status is applied to the stored object as JSON: a time it
+    does not name must come back as it was (a hollow kubelet's startTime has nanoseconds:
+    cut to microseconds by a preemption's DisruptionTarget patch, it broke the tie of
+    preemption's latestStartTime between two victims started at one instant, and a random
+    determinism scenario chose its node by which write came last)."""
+    async with _client(cluster) as c:
+        ns = await create_namespace(c, "nanos")
+        pod = await _bound(c, ns, "p")
+        pod.status.start_time.FromNanoseconds(1893456005_632178432)
+        pod = await c.update_status(pod)
+        assert pod.status.start_time.nanos == 632178432
+        patched = await c.patch(
+            Pod,
+            "p",
+            {"status": {"conditions": [{"type": "DisruptionTarget", "status": "True"}]}},
+            ns,
+            subresource="status",
+        )
+        assert [cond.type for cond in patched.status.conditions] == ["DisruptionTarget"]
+        assert patched.status.start_time == pod.status.start_time
+        assert (await c.get(Pod, "p", ns)).status.start_time == pod.status.start_time
+
+
 async def test_pods_status_backfills_an_empty_qos_class_and_refuses_a_change(
     cluster: Cluster,
 ) -> None:

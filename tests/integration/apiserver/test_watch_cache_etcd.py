@@ -7,8 +7,6 @@ without those objects, and a client that resumed from such a bookmark never saw 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-
 import anyio
 import pytest
 
@@ -16,23 +14,10 @@ from apiserver.storage.etcd import EtcdStore, Writes
 from apiserver.storage.watch_cache import WatchCache
 from kemu.api.v1 import types_pb2
 from kemu.machinery.kinds import kind_for_resource
-from kemu.testing.cluster import Cluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
 PODS = 2000
-
-
-@pytest.fixture
-async def store(kemu_cluster_factory: Callable[[], Cluster]) -> AsyncIterator[EtcdStore]:
-    """A store on a fresh etcd."""
-    cluster = kemu_cluster_factory()
-    cluster.start_etcd()
-    s = EtcdStore([cluster.etcd.url])
-    try:
-        yield s
-    finally:
-        await s.close()
 
 
 def _pod(i: int) -> bytes:

@@ -15,6 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.client.cloudprovider import CloudProviderClient
+from kemu.machinery.duration import parse_duration
 from kemu.machinery.pod_conditions import get_pod_condition
 from kemu.machinery.virtual_time import ClockMode
 from kemu.testing import Cluster, eventually
@@ -55,9 +56,28 @@ def cloud_cluster(
         yield c
 
 
+UPSTREAM_SCAN_INTERVAL = 10.0
+"""cluster-autoscaler's --scan-interval default."""
+UPSTREAM_QPS, UPSTREAM_BURST = 5.0, 10
+"""Its --kube-client-qps and --kube-client-burst defaults."""
+
+
+def scaled_client_args(scan_interval: str) -> list[str]:
+    """--kube-client-qps and --kube-client-burst, upstream's defaults scaled as the test's
+    scan interval shortens upstream's: the status ConfigMap's get and update of every loop
+    alone used up 5 qps at a loop each 0.5 s, and at rate max every token waited for was a
+    jump of the clock (test_autoscaler_scale_down.py: 760 of its 1,900)."""
+    factor = max(1.0, UPSTREAM_SCAN_INTERVAL / parse_duration(scan_interval))
+    return [
+        "--kube-client-qps", f"{UPSTREAM_QPS * factor:g}",
+        "--kube-client-burst", f"{round(UPSTREAM_BURST * factor)}",
+    ]  # fmt: skip
+
+
 class Autoscalers:
     """The autoscaler of a module's cluster, at one emulated version at a time: `use(version)`
-    stops the one running at another version and starts one at `version` (same flags)."""
+    stops the one running at another version and starts one at `version` (same flags: the
+    client's limits scaled as the scan interval is, `scaled_client_args`)."""
 
     def __init__(
         self, cluster: Cluster, *, scan_interval: str = "1s", extra_args: Sequence[str] = ()
@@ -81,7 +101,11 @@ class Autoscalers:
             name=name,
             scan_interval=self._scan_interval,
             emulated_version=version,
-            extra_args=[*self._extra_args, *extra_args],
+            extra_args=[
+                *scaled_client_args(self._scan_interval),
+                *self._extra_args,
+                *extra_args,
+            ],
         )
         self._running = (key, name)
         return name

@@ -8,11 +8,13 @@ kubectl is not on PATH.
 
 from __future__ import annotations
 
+import http.client
 import json
 import socket
 import subprocess
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 
@@ -186,6 +188,131 @@ def test_s_api_exec_3b_python_client_port_forward_gets_the_message(
     assert error is not None and f"error forwarding port 80 to pod {name}" in error, error
     assert "nothing listens on port 80" in error
     pf.close()
+
+
+SPDY_ONLY = {
+    "KUBECTL_REMOTE_COMMAND_WEBSOCKETS": "false",
+    "KUBECTL_PORT_FORWARD_WEBSOCKETS": "false",
+}
+"""kubectl 1.32's switches back to SPDY/3.1 over a plain HTTP upgrade (its fallback)."""
+
+
+def _spdy_kubectl(kubectl: Kubectl) -> Kubectl:
+    spdy = Kubectl(kubectl.cluster)
+    spdy.env = {**kubectl.env, **SPDY_ONLY}
+    return spdy
+
+
+def test_s_api_exec_5_exec_and_attach_over_a_plain_spdy_upgrade(
+    kubectl: Kubectl, running: tuple[str, str]
+) -> None:
+    """S-API-EXEC-5 (issue #57): with KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false kubectl exec
+    and attach upgrade the request to SPDY/3.1 (v4.channel.k8s.io): the simulated container's
+    line arrives on stderr and the exit code 126 on the error stream, and kubectl ends at
+    once (kubectl -v 7 shows the 101 with `Upgrade: SPDY/3.1`)."""
+    ns, name = running
+    spdy = _spdy_kubectl(kubectl)
+    started = time.monotonic()
+    proc = spdy.run("exec", name, "-n", ns, "-v", "7", "--", "ls", "/", check=False, timeout=15)
+    assert proc.returncode == 126, (proc.returncode, proc.stderr)
+    assert time.monotonic() - started < 10, "kubectl exec over SPDY took too long"
+    assert "X-Stream-Protocol-Version: v4.channel.k8s.io" in proc.stderr, proc.stderr
+    assert "101 Switching Protocols" in proc.stderr, proc.stderr
+    assert 'container "nginx" of pod "web" is simulated and runs no process' in proc.stderr
+    assert "there is nothing to execute [ls /]" in proc.stderr
+    assert "command terminated with exit code 126" in proc.stderr
+    # a tty: no stderr stream, the line on stdout
+    proc = spdy.run("exec", "-t", name, "-n", ns, "--", "sh", check=False, timeout=15)
+    assert proc.returncode == 126, (proc.returncode, proc.stderr)
+    assert "is simulated and runs no process" in proc.stdout + proc.stderr
+    proc = spdy.run("attach", name, "-n", ns, check=False, timeout=15)
+    assert proc.returncode != 0
+    assert "there is nothing to attach to" in proc.stderr, proc.stderr
+    # cp into the pod: tar through exec with stdin, whose bytes nothing reads
+    source = kubectl.dir / "cp-source.txt"
+    source.write_text("hello\n")
+    proc = spdy.run("cp", str(source), f"{ns}/{name}:/tmp/x", check=False, timeout=15)
+    assert proc.returncode != 0
+    assert "runs no process" in proc.stderr or "exit code 126" in proc.stderr, proc.stderr
+
+
+def test_s_api_exec_6_port_forward_over_a_plain_spdy_upgrade(
+    kubectl: Kubectl, running: tuple[str, str]
+) -> None:
+    """S-API-EXEC-6 (issue #57): with KUBECTL_PORT_FORWARD_WEBSOCKETS=false kubectl
+    port-forward upgrades to SPDY/3.1 (portforward.k8s.io); a local connection is closed at
+    once, kubectl prints the error stream's message and, as kubectl 1.32 does on a forwarding
+    error (client-go portforward.go closes the connection), ends by itself with `lost
+    connection to pod`. Nothing hangs."""
+    ns, name = running
+    assert KUBECTL is not None
+    local = free_port()
+    proc = subprocess.Popen(
+        [KUBECTL, "port-forward", f"pod/{name}", "-n", ns, f"{local}:80", "-v", "7"],
+        env=_spdy_kubectl(kubectl).env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        assert first.startswith(f"Forwarding from 127.0.0.1:{local} -> 80"), first
+        with socket.create_connection(("127.0.0.1", local), timeout=10) as conn:
+            conn.settimeout(10)
+            try:
+                conn.sendall(b"GET / HTTP/1.0\r\n\r\n")
+                assert conn.recv(1024) == b""  # closed, not left hanging
+            except ConnectionResetError:
+                pass  # closed before kubectl read the request: as much not hanging
+        _, err = proc.communicate(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 1, proc.returncode
+    assert "X-Stream-Protocol-Version: portforward.k8s.io" in err, err
+    assert "101 Switching Protocols" in err
+    assert (
+        f"an error occurred forwarding {local} -> 80: error forwarding port 80 to pod {name}"
+    ) in err, err
+    assert "is simulated and its containers run no process: nothing listens on port 80" in err
+    assert "lost connection to pod" in err
+
+
+def test_s_api_exec_7_a_spdy_upgrade_without_a_common_protocol_is_refused(
+    cluster: Cluster, running: tuple[str, str]
+) -> None:
+    """Upstream's httpstream Handshake: no X-Stream-Protocol-Version is 400, none in common
+    403 naming both sides' protocols; no upgrade header at all is 400."""
+    ns, name = running
+    path = f"/api/v1/namespaces/{ns}/pods/{name}/exec?command=ls&stdout=true"
+    upgrade = {"Connection": "Upgrade", "Upgrade": "SPDY/3.1"}
+    for headers, code, message in (
+        (upgrade, 400, "unable to upgrade: X-Stream-Protocol-Version is required"),
+        (
+            {**upgrade, "X-Stream-Protocol-Version": "v9.channel.k8s.io"},
+            403,
+            "unable to upgrade: unable to negotiate protocol: client supports "
+            "[v9.channel.k8s.io], server accepts [v4.channel.k8s.io v3.channel.k8s.io "
+            "v2.channel.k8s.io channel.k8s.io]",
+        ),
+        ({}, 400, "unable to upgrade: missing upgrade headers in request"),
+    ):
+        # (http.client, not urllib: urllib replaces Connection with "close")
+        url = urllib.parse.urlsplit(cluster.rest_url)
+        conn = http.client.HTTPConnection(url.hostname or "", url.port, timeout=10)
+        try:
+            conn.request("POST", path, headers=headers)
+            response = conn.getresponse()
+            assert response.status == code, (response.status, headers)
+            assert message in json.loads(response.read())["message"]
+            accepted = response.headers.get_all("X-Accepted-Stream-Protocol-Versions") or []
+            assert accepted == (
+                message.split("server accepts [")[1][:-1].split() if code == 403 else []
+            )
+        finally:
+            conn.close()
 
 
 def test_s_api_exec_4_a_missing_pod_or_container_is_upstreams_error(

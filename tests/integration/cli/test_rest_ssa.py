@@ -8,6 +8,7 @@ Skipped when kubectl is not on PATH (it is on every machine of kemu's CI).
 from __future__ import annotations
 
 import json
+import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -322,3 +323,193 @@ def test_s_api_ssa_9_apply_refusals(kubectl: Kubectl, dyn: dynamic.DynamicClient
     )
     assert "serverside-applied (server dry run)" in dry.stdout
     assert kubectl.run("get", "configmap", "x", "-n", ns, check=False).returncode != 0
+
+
+CSA_CONFIG_MAP = """apiVersion: v1
+kind: ConfigMap
+metadata: {name: csa, labels: {team: a}}
+data: {a: "1", b: "2"}
+"""
+
+
+def test_s_api_ssa_12_kubectl_moves_from_client_side_to_server_side_apply(
+    kubectl: Kubectl, dyn: dynamic.DynamicClient
+) -> None:
+    """S-API-SSA-12, lastAppliedManager and lastAppliedUpdater: an object made by
+    client-side `kubectl apply` (its last-applied annotation, kubectl-client-side-apply's
+    fields) is server-side applied by the manager "kubectl" (here the Python client, which
+    does not move the entries itself as kubectl 1.32 does): the conflicts with fields whose
+    values the annotation still holds are taken, one changed since by another manager
+    (kubectl label) stays a conflict; and each of kubectl's applies rewrites the annotation
+    to what it applied."""
+    ns = kubectl.namespace("csa")
+    kubectl.run("apply", "-n", ns, "-f", "-", stdin=CSA_CONFIG_MAP)
+    kubectl.run("label", "-n", ns, "configmap/csa", "team=b", "--overwrite")
+    api = dyn.resources.get(api_version="v1", kind="ConfigMap")
+    body: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "csa", "labels": {"team": "c"}},
+        "data": {"a": "9"},
+    }
+    with pytest.raises(ConflictError) as e:
+        api.server_side_apply(body=body, name="csa", namespace=ns, field_manager="kubectl")
+    status = json.loads(str(e.value.body))
+    # .data.a is kubectl-client-side-apply's and the annotation still says "1": allowed
+    assert [c["field"] for c in status["details"]["causes"]] == [".metadata.labels.team"]
+    assert 'conflict with "kubectl-label"' in status["message"]
+
+    body["metadata"]["labels"]["team"] = "b"
+    got = api.server_side_apply(
+        body=body, name="csa", namespace=ns, field_manager="kubectl"
+    ).to_dict()
+    assert got["data"] == {"a": "9", "b": "2"}
+    managers = _managers(got)
+    assert managers[("kubectl", "Apply", "")]["f:data"] == {"f:a": {}}
+    assert "f:a" not in managers[("kubectl-client-side-apply", "Update", "")]["f:data"]
+    annotation = got["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+    assert annotation == (
+        '{"apiVersion":"v1","data":{"a":"9"},"kind":"ConfigMap","metadata":{"labels":'
+        '{"team":"b"},"name":"csa"}}\n'
+    )
+    # another manager's apply leaves the annotation alone
+    api.server_side_apply(
+        body={**body, "data": {"c": "3"}}, name="csa", namespace=ns, field_manager="other"
+    )
+    again = kubectl.json("get", "-n", ns, "configmap/csa")
+    assert (
+        again["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+        == annotation
+    )
+
+    # kubectl itself, moving a client-side applied object to --server-side: no conflict,
+    # and the annotation follows what it applies
+    kubectl.run("apply", "-n", ns, "-f", "-", stdin=CSA_CONFIG_MAP.replace("csa", "csa2"))
+    moved = CSA_CONFIG_MAP.replace("csa", "csa2").replace('a: "1"', 'a: "5"')
+    kubectl.run("apply", "--server-side", "-n", ns, "-f", "-", stdin=moved)
+    cm = kubectl.json("get", "-n", ns, "configmap/csa2")
+    assert cm["data"] == {"a": "5", "b": "2"}
+    last = json.loads(
+        cm["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+    )
+    assert last["data"] == {"a": "5", "b": "2"}
+
+
+def test_s_api_ssa_13_empty_managed_fields_reset_and_before_first_apply(
+    kubectl: Kubectl, cluster: Cluster
+) -> None:
+    """S-API-SSA-13: an update or patch that sends `metadata.managedFields: []` resets the
+    entries (isResetManagedFields), one that leaves them out keeps them; an object without
+    entries gets none from updates (skipNonApplied), and its first apply meets a
+    "before-first-apply" Update entry owning every field it had: a changed value conflicts
+    with it, `--force-conflicts` takes it."""
+    ns = kubectl.namespace("reset")
+    kubectl.run("create", "configmap", "cm", "-n", ns, "--from-literal=a=1")
+    cm = kubectl.json("get", "-n", ns, "configmap/cm", "--show-managed-fields")
+    cm["metadata"].pop("managedFields")
+    cm["data"]["b"] = "2"
+    kubectl.run("replace", "-f", "-", stdin=json.dumps(cm))  # absent: kept, and tracked
+    managers = _managers(kubectl.json("get", "-n", ns, "configmap/cm", "--show-managed-fields"))
+    assert set(managers) == {("kubectl-create", "Update", ""), ("kubectl-replace", "Update", "")}
+
+    # a PUT with [] (the REST edge reads the JSON: protobuf could not tell)
+    cm = kubectl.json("get", "-n", ns, "configmap/cm")
+    cm["metadata"]["managedFields"] = []
+    url = f"{cluster.rest_url}/api/v1/namespaces/{ns}/configmaps/cm"
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(cm).encode(),
+        method="PUT",
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as r:
+        assert "managedFields" not in json.loads(r.read())["metadata"]
+    kubectl.run("label", "-n", ns, "configmap/cm", "x=y")  # an update: still none
+    cm = kubectl.json("get", "-n", ns, "configmap/cm", "--show-managed-fields")
+    assert "managedFields" not in cm["metadata"], cm["metadata"]
+
+    config = f"""apiVersion: v1
+kind: ConfigMap
+metadata: {{name: cm, namespace: {ns}}}
+data: {{a: "9"}}
+"""
+    refused = kubectl.run("apply", "--server-side", "-f", "-", stdin=config, check=False)
+    assert refused.returncode != 0
+    assert 'conflict with "before-first-apply" using v1' in refused.stderr, refused.stderr
+    assert ".data.a" in refused.stderr
+    kubectl.run("apply", "--server-side", "--force-conflicts", "-f", "-", stdin=config)
+    managers = _managers(kubectl.json("get", "-n", ns, "configmap/cm", "--show-managed-fields"))
+    assert set(managers) == {("before-first-apply", "Update", ""), ("kubectl", "Apply", "")}
+    assert managers[("kubectl", "Apply", "")] == {"f:data": {"f:a": {}}}
+    before = managers[("before-first-apply", "Update", "")]
+    # (a ConfigMap's data and labels are absent from a new ConfigMap: their "." too)
+    assert before["f:data"] == {".": {}, "f:b": {}}
+    assert before["f:metadata"]["f:labels"] == {".": {}, "f:x": {}}
+
+    # a JSON patch writing [] resets them too
+    kubectl.run(
+        "patch",
+        "-n",
+        ns,
+        "configmap/cm",
+        "--type=json",
+        "-p",
+        '[{"op": "replace", "path": "/metadata/managedFields", "value": []}]',
+    )
+    cm = kubectl.json("get", "-n", ns, "configmap/cm", "--show-managed-fields")
+    assert "managedFields" not in cm["metadata"]
+
+
+HPA_V1 = """apiVersion: autoscaling/v1
+kind: HorizontalPodAutoscaler
+metadata: {name: hpa}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  maxReplicas: 5
+  targetCPUUtilizationPercentage: 50
+"""
+
+HPA_V2 = """apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: hpa}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  maxReplicas: 5
+  metrics:
+  - type: Resource
+    resource: {name: cpu, target: {type: Utilization, averageUtilization: 70}}
+"""
+
+
+def test_s_api_ssa_14_managed_fields_per_api_version(kubectl: Kubectl) -> None:
+    """S-API-SSA-14: an entry records the version its manager wrote in and owns that
+    version's fields (autoscaling/v1's .spec.targetCPUUtilizationPercentage); a write in
+    another version (autoscaling/v2's metrics) is compared in each manager's version, as
+    upstream's Updater converts: the v2 apply changing the CPU target conflicts with the v1
+    applier on its v1 field, `--force-conflicts` takes it from it."""
+    ns = kubectl.namespace("versions")
+    kubectl.run("apply", "--server-side", "-n", ns, "-f", "-", stdin=HPA_V1)
+    hpa = kubectl.json(
+        "get", "-n", ns, "horizontalpodautoscalers.v1.autoscaling/hpa", "--show-managed-fields"
+    )
+    [entry] = [e for e in hpa["metadata"]["managedFields"] if e["manager"] == "kubectl"]
+    assert entry["apiVersion"] == "autoscaling/v1"
+    assert "f:targetCPUUtilizationPercentage" in entry["fieldsV1"]["f:spec"]
+
+    args = ("apply", "--server-side", "--field-manager", "v2-writer", "-n", ns, "-f", "-")
+    refused = kubectl.run(*args, stdin=HPA_V2, check=False)
+    assert refused.returncode != 0
+    assert (
+        'Apply failed with 1 conflict: conflict with "kubectl": '
+        ".spec.targetCPUUtilizationPercentage"
+    ) in refused.stderr, refused.stderr
+    kubectl.run(*args, "--force-conflicts", stdin=HPA_V2)
+    hpa = kubectl.json(
+        "get", "-n", ns, "horizontalpodautoscalers.v2.autoscaling/hpa", "--show-managed-fields"
+    )
+    entries = {e["manager"]: e for e in hpa["metadata"]["managedFields"]}
+    assert entries["v2-writer"]["apiVersion"] == "autoscaling/v2"
+    assert "f:metrics" in entries["v2-writer"]["fieldsV1"]["f:spec"]
+    assert entries["kubectl"]["apiVersion"] == "autoscaling/v1"
+    assert "f:targetCPUUtilizationPercentage" not in entries["kubectl"]["fieldsV1"]["f:spec"]
+    assert "f:maxReplicas" in entries["kubectl"]["fieldsV1"]["f:spec"]  # the same in both

@@ -533,3 +533,63 @@ def test_typed_patch_and_delete_of_running_pod_service_and_node(
     core.delete_namespaced_service("svc", NS)
     core.delete_node("typed-extra")  # (the kubelet's own node stays: it does not register again)
     assert kubectl.run("get", "node", "typed-extra", check=False).returncode == 1
+
+
+def test_an_account_enforcing_mountable_secrets_limits_the_pods_secrets(
+    api_client: k8s.ApiClient, kubectl: Kubectl
+) -> None:
+    """Issue #57, the ServiceAccount plugin's limitSecretReferences: an account annotated
+    kubernetes.io/enforce-mountable-secrets=true lets its pods use only the secrets it lists;
+    kubectl's pod naming another is refused in upstream's words, the typed client's pod using
+    the listed one through envFrom and a volume is admitted."""
+    account = """
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: locked
+  namespace: default
+  annotations: {kubernetes.io/enforce-mountable-secrets: "true"}
+secrets: [{name: allowed}]
+"""
+    kubectl.run("apply", "-f", "-", stdin=account)
+    refused = """
+apiVersion: v1
+kind: Pod
+metadata: {name: sneaky, namespace: default}
+spec:
+  serviceAccountName: locked
+  containers:
+  - name: c
+    image: nginx
+    env: [{name: PASSWORD, valueFrom: {secretKeyRef: {name: other, key: k}}}]
+"""
+    done = kubectl.run("apply", "-f", "-", stdin=refused, check=False)
+    assert done.returncode == 1
+    assert (
+        'pods "sneaky" is forbidden: container c with envVar PASSWORD referencing '
+        'secret.secretName="other" is not allowed because service account locked does not '
+        "reference that secret"
+    ) in done.stderr, done.stderr
+    core = k8s.CoreV1Api(api_client)
+    body = k8s.V1Pod(
+        metadata=k8s.V1ObjectMeta(name="listed"),
+        spec=k8s.V1PodSpec(
+            service_account_name="locked",
+            volumes=[
+                k8s.V1Volume(name="s", secret=k8s.V1SecretVolumeSource(secret_name="allowed"))
+            ],
+            containers=[
+                k8s.V1Container(
+                    name="c",
+                    image="nginx",
+                    env_from=[
+                        k8s.V1EnvFromSource(secret_ref=k8s.V1SecretEnvSource(name="allowed"))
+                    ],
+                )
+            ],
+        ),
+    )
+    created = core.create_namespaced_pod("default", body)
+    assert created.spec.service_account_name == "locked"
+    core.delete_namespaced_pod("listed", "default", grace_period_seconds=0)
+    kubectl.run("delete", "-n", "default", "sa/locked")

@@ -272,16 +272,22 @@ async def test_random_preemption_scenarios_run_twice_give_one_digest(
     gives one outcome. Two small ones in make test (about 40 s of wall time on 2 cores): the
     preemptors of one written with the cluster settled after each, of the other back to
     back, half of them with a WaitForFirstConsumer claim (a binding cycle's PreBind waits
-    for its provisioning)."""
+    for its provisioning), and more as a ReplicaSet's pods (named by the apiserver from
+    generateName: the same names each run)."""
     scenarios = [
         # (20 virtual seconds: every victim is gone after 5, the preemptors' backoffs end)
         replace(
             PreemptionScenario.generate(
-                rng, nodes=(2, 4), preemptors=(4, 8), preemptor_writes=w, claims=claims
+                rng,
+                nodes=(2, 4),
+                preemptors=(4, 8),
+                preemptor_writes=w,
+                claims=claims,
+                replica_sets=replica_sets,
             ),
             run_for=20.0,
         )
-        for w, claims in ((Writes.SETTLED, 0.0), (Writes.BURST, 0.5))
+        for w, claims, replica_sets in ((Writes.SETTLED, 0.0, 0.0), (Writes.BURST, 0.5, 1.0))
     ]
     await _each_twice(tmp_path, scenarios, rng.initial_seed)
 
@@ -299,6 +305,7 @@ async def test_more_random_preemption_scenarios_run_twice_give_one_digest(
             preemptor_writes=rng.choice(list(Writes)),
             claims=rng.choice((0.0, 0.5, 1.0)),
             kubelets=(1, 3),
+            replica_sets=0.5,
         )
         for _ in range(8)
     ]

@@ -13,7 +13,7 @@ import pytest
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.testing import Cluster, make_pod
-from kemu.testing.eventually import eventually
+from kemu.testing.eventually import eventually, retrying_conflicts
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -42,10 +42,16 @@ async def test_a_scheduler_whose_lease_is_taken_restarts_in_place_and_leads_agai
 
     await eventually(leading, timeout=20)
     async with Client(cluster.server) as client:
-        lease = await client.get(types_pb2.Lease, "kube-scheduler", "kube-system")
-        lease.spec.holder_identity = "intruder"
-        lease.spec.lease_transitions += 1
-        await client.update(lease)  # and never renewed: it expires after 2s
+
+        async def take() -> None:
+            # (the leader renews every 200ms: a renewal between the read and the write is a
+            # Conflict, and the lease is read again)
+            lease = await client.get(types_pb2.Lease, "kube-scheduler", "kube-system")
+            lease.spec.holder_identity = "intruder"
+            lease.spec.lease_transitions += 1
+            await client.update(lease)  # and never renewed: it expires after 2s
+
+        await eventually(retrying_conflicts(take), timeout=10)
 
         def restarted() -> bool:
             log = proc.logs()

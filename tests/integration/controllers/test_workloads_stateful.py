@@ -185,6 +185,8 @@ async def test_a_statefulset_comes_up_pod_by_pod_in_order_and_scales_down_from_t
             return True
 
         await eventually(scaled_down, timeout=60)
+        # (the list saw web-1 gone: the history's watch may not have delivered its deletion yet)
+        await history.sync(api)
     order: list[tuple[int, str, str]] = []  # (seq, what, pod)
     for name in ("web-1", "web-2"):
         for uid in history.uids_of(name):

@@ -1,6 +1,6 @@
 """`python -m bench apiserver` end to end on a small n: every cell runs without errors
-(the scheduler's and the kubelet's calls too: binding, status PATCH, deletion), and each
-apiserver cell says what one op cost the apiserver and etcd."""
+(the scheduler's and the kubelet's calls too: binding, Scheduled event, status PATCH,
+deletion), and each apiserver cell says what one op cost the apiserver and etcd."""
 
 from __future__ import annotations
 
@@ -35,5 +35,28 @@ def test_every_cell_runs_and_says_its_cost_per_op(
         op: apiserver.etcd_writes(cells[("apiserver", op, 16)]["etcd_per_op"])
         for op in apiserver.OPS
     }
-    expected = {"create": 1.0, "get": 0.0, "update": 1.0, "bind": 1.0, "status": 1.0, "delete": 2.0}
+    expected = {
+        "create": 1.0,
+        "get": 0.0,
+        "update": 1.0,
+        "bind": 1.0,
+        "event": 1.0,
+        "status": 1.0,
+        "delete": 2.0,
+    }
     assert writes == pytest.approx(expected, abs=0.25)
+
+
+def test_security_puts_plaintext_tls_and_rbac_side_by_side(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`--security`: creates and gets through each of the three apiservers (bench/tls.py's),
+    each with its apiserver's and client's CPU per call, then the two ratios."""
+    assert apiserver.main(["--security", "-n", "30", "--rounds", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    for edge in ("plain", "tls", "rbac"):
+        for kind in apiserver.SECURITY_KINDS:
+            line = next(x for x in lines if x.split()[:2] == [edge, kind] and "calls/s" in x)
+            assert "apiserver " in line and " us/call, client " in line, line
+    for ratio in ("tls/plain", "rbac/tls"):
+        assert {x.split()[1] for x in lines if x.startswith(ratio)} == {"create", "get"}

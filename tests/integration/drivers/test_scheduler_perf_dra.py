@@ -11,7 +11,7 @@ import importlib.util
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import pytest
 
@@ -50,20 +50,45 @@ def _run(tmp_path: Path, name: str, extra: tuple[str, ...] = ()) -> dict[str, An
     return result
 
 
-def test_s_bench_dra_12_claim_templates_fill_the_devices(tmp_path: Path) -> None:
+OWN_WORKLOADS: Final = ("DRAClaimTemplates/2Nodes", "DRAClaimTemplates/2Nodes_SteadyState")
+
+
+@pytest.fixture(scope="module")
+def own_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    """OWN_WORKLOADS run by one bench process (each on a cluster of its own, as a run of one
+    does), their results by workload: a bench process and its fork server's imports once."""
+    tmp_path = tmp_path_factory.mktemp("dra-own")
+    out = tmp_path / "result.json"
+    args = ["scheduler_perf", "--seed", "1", "--creators", "8"]
+    for name in OWN_WORKLOADS:
+        args += ["--workload", name]
+    args += ["--timeout", "60", "--keep-dir", str(tmp_path), "--bind-only-baseline", "never"]
+    done = run_python_module("bench", [*args, "--json", str(out)], timeout=300 * 2)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = {r["workload"]: r for r in json.loads(out.read_text())["results"]}
+    for name in OWN_WORKLOADS:
+        assert results[name]["error"] == "", results[name]
+    return results
+
+
+def test_s_bench_dra_12_claim_templates_fill_the_devices(
+    own_results: dict[str, dict[str, Any]],
+) -> None:
     """S-BENCH-DRA-12: 2 dra-* nodes of 4 devices (createResourceDriver), 2 claims allocated
     directly (allocResourceClaims), then 6 pods with a claim template: every pod bound, on a
     DRA node, the devices used up."""
-    result = _run(tmp_path, "DRAClaimTemplates/2Nodes")
+    result = own_results["DRAClaimTemplates/2Nodes"]
     assert result["measured_pods"] == 6
     assert result["attempts"].get("scheduled") == 6
 
 
-def test_s_bench_dra_13_steady_state_recycles_pods_and_claims(tmp_path: Path) -> None:
+def test_s_bench_dra_13_steady_state_recycles_pods_and_claims(
+    own_results: dict[str, dict[str, Any]],
+) -> None:
     """S-BENCH-DRA-13: 6 of 8 devices allocated directly, 2 pods kept in flight for 3 s:
     more pods than devices are bound (each bound pod deleted, its claim removed with it by the
     garbage collector, another pod created)."""
-    result = _run(tmp_path, "DRAClaimTemplates/2Nodes_SteadyState")
+    result = own_results["DRAClaimTemplates/2Nodes_SteadyState"]
     assert result["measured_pods"] > 2
     assert result["throughput"]["average"] is not None
 

@@ -2,7 +2,9 @@
 stdin`, the cloud's `--kubelet-processes node-group`) on real processes: an added node registers
 with its providerID and runs the pods bound to it, including a pod bound before the node was
 added (listed at the add); a removed node is answered `removed NAME` once stopped and its Lease
-is no longer renewed while the other node's is; the end of stdin stops the process."""
+is no longer renewed while the other node's is; the process's identity rides on its first
+node's Lease, then on the next node added once that one is removed; the end of stdin stops
+the process."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import pytest
 
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
+from kemu.client.identity import COMPONENT_LABEL
 from kemu.testing import Cluster, eventually, make_pod
 from kemu.testing.namespaces import create_namespace
 
@@ -123,6 +126,25 @@ async def test_nodes_added_and_removed_at_run_time(
         after = await renew_times()
         assert after["g-0"] == before["g-0"]
         assert after["g-1"] > before["g-1"]
+
+        # The process's identity (the Version RPC's) rode on the Lease of g-0, its first node;
+        # with g-0 gone, the next node added carries it.
+        send(kubelet, "add g-2 -")
+
+        async def stamped() -> set[str]:
+            leases = await api.list_all(types_pb2.Lease, "kube-node-lease")
+            names = {
+                lease.metadata.name
+                for lease in leases.items
+                if lease.metadata.labels.get(COMPONENT_LABEL) == "kubelet"
+            }
+            assert "g-2" in names, names
+            info = await api.version()
+            listed = {c.identity for c in info.components if c.component == "kubelet"}
+            assert "g-2" in listed, listed
+            return names
+
+        assert await eventually(stamped, timeout=20) == {"g-0", "g-2"}
 
         # The end of stdin: the process stops by itself, cleanly.
         assert kubelet.stdin is not None

@@ -1,6 +1,6 @@
 """`make run` for the tests of the local cluster: what the Makefile's run target runs (`python -m
 kemu.makerun`: the port check, `.kemu/`'s files, then honcho on the real Procfile), in a
-temporary directory that holds a copy of the Procfile, of hack/cloud.yaml and of hack/dra/ (so
+temporary directory that holds a copy of the Procfile, of hack/cloud.yaml, hack/dra/ and hack/addons/ (so
 that `.kemu/` goes there); and kemuctl as a user runs it next to it, after `source .kemu/env`.
 
 Each test's cluster is moved to a base port of its pytest-xdist worker (`worker_ports`: the
@@ -105,8 +105,11 @@ def prepare_root(root: Path) -> None:
     shutil.copy(REPO_ROOT / "Procfile", root / "Procfile")
     (root / "hack").mkdir(exist_ok=True)
     shutil.copy(REPO_ROOT / "hack" / "cloud.yaml", root / "hack" / "cloud.yaml")
-    # (the kubelets' devices)
-    shutil.copytree(REPO_ROOT / "hack" / "dra", root / "hack" / "dra", dirs_exist_ok=True)
+    # (the kubelets' devices, and the add-ons' RBAC)
+    for directory in ("dra", "addons"):
+        shutil.copytree(
+            REPO_ROOT / "hack" / directory, root / "hack" / directory, dirs_exist_ok=True
+        )
 
 
 @dataclass

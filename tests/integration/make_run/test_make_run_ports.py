@@ -8,18 +8,21 @@ import json
 import re
 import signal
 import socket
+import ssl
 import subprocess
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from kemu.machinery import kubeconfig
 from kemu.makerun.__main__ import PORTS_ENV, STATE_DIR, USER_ENV, free_base
 from kemu.makerun.ports import LOOPBACK, TABLE, PortBaseError, Ports
 from kemu.testing import eventually_sync
 from kemu.testing.ports import free_port
-from kemu.testing.processes import REPO_ROOT, child_pids, http_get
+from kemu.testing.processes import REPO_ROOT, child_pids
 from tests.integration.make_run.make_run_env import (
     BIN_DIR,
     MakeRun,
@@ -49,7 +52,7 @@ def test_the_procfile_takes_every_port_from_the_table() -> None:
 def test_the_defaults_are_upstreams_and_a_base_moves_every_port() -> None:
     ports = Ports()
     assert ports.server == "127.0.0.1:6443"
-    assert ports.rest_url == "http://127.0.0.1:6445"
+    assert ports.rest_url == "https://127.0.0.1:6445"
     assert ports.port("ETCD") == 2379
     moved = Ports(20000)
     assert sorted(p for _, p in moved.items()) == list(range(20000, 20000 + len(TABLE)))
@@ -138,8 +141,16 @@ def _assert_serves_on_its_base(run: MakeRun) -> None:
     assert exported["KEMU_SCHEDULER_URL"] == ports.scheduler_url
     config = json.loads(Path(exported["KUBECONFIG"]).read_text())
     assert config["clusters"][0]["cluster"]["server"] == ports.rest_url
-    status, body = http_get(f"{ports.rest_url}/api/v1/nodes")
-    assert status == 200
+    # over TLS, trusting make run's CA (.kemu/pki/ca.crt: the kubeconfig's CA data), as the
+    # admin (its certificate: the cluster runs Node,RBAC)
+    trusted = ssl.create_default_context(cafile=str(run.root / STATE_DIR / "pki" / "ca.crt"))
+    admin = kubeconfig.load(exported["KUBECONFIG"]).tls
+    assert admin is not None and admin.cert is not None and admin.key is not None
+    (run.root / "admin.crt").write_bytes(admin.cert)
+    (run.root / "admin.key").write_bytes(admin.key)
+    trusted.load_cert_chain(run.root / "admin.crt", run.root / "admin.key")
+    with urllib.request.urlopen(f"{ports.rest_url}/api/v1/nodes", context=trusted) as answer:
+        body = answer.read()
     assert {n["metadata"]["name"] for n in json.loads(body)["items"]} >= {"node-a", "node-b"}
     assert f"make run: ports moved to {ports.span} (PORT_BASE={ports.base})" in run.log()
 

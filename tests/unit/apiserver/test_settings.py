@@ -9,6 +9,7 @@ import pytest
 from apiserver.admission.default_toleration_seconds import DefaultTolerationSeconds
 from apiserver.options import parse_settings
 from apiserver.settings import EtcdSettings, InflightSettings, ServingSettings
+from kemu.component.secure_serving import SecureServing
 
 
 def test_the_flags_become_the_settings_tree() -> None:
@@ -22,6 +23,8 @@ def test_the_flags_become_the_settings_tree() -> None:
             "7443",
             "--rest-port",
             "7445",
+            "--cert-dir",  # (TLS: plaintext is refused on 0.0.0.0)
+            "certs",
             "--max-requests-inflight",
             "0",
             "--default-unreachable-toleration-seconds",
@@ -32,7 +35,9 @@ def test_the_flags_become_the_settings_tree() -> None:
             "2030-01-01T00:00:00Z",
         ]
     )
-    assert settings.serving == ServingSettings("0.0.0.0", 7443, 7445)
+    assert settings.serving == ServingSettings(
+        "0.0.0.0", 7443, 7445, SecureServing(cert_dir="certs", pair_name="apiserver")
+    )
     assert settings.serving.address == "0.0.0.0:7443"
     assert settings.etcd == EtcdSettings(("http://a:2379", "http://b:2379"), 300.0)
     assert settings.inflight == InflightSettings(0, 200)
@@ -51,6 +56,11 @@ def test_the_flags_become_the_settings_tree() -> None:
         (["--etcd-servers", " , "], "--etcd-servers: at least one URL is required"),
         (["--max-mutating-requests-inflight", "-1"], "--max-mutating-requests-inflight: -1"),
         (["--clock-start", "2030-01-01T00:00:00Z"], "--clock-start: needs --clock virtual"),
+        (
+            ["--bind-address", "0.0.0.0"],
+            "--bind-address: refusing to serve plaintext on non-loopback address 0.0.0.0",
+        ),
+        (["--client-ca-file", "ca.crt"], "--client-ca-file: needs TLS"),
     ],
 )
 def test_a_flag_in_error_is_named(

@@ -4,6 +4,7 @@ failover to the next server (reads, new calls and watches) when the one in use g
 from __future__ import annotations
 
 import importlib
+import random
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -14,7 +15,14 @@ import pytest
 
 from kemu.api.v1 import api_pb2, api_pb2_grpc, types_pb2
 from kemu.client.client import Client
-from kemu.client.endpoints import ServerAddressError, channel_target, parse_servers
+from kemu.client.endpoints import (
+    ServerAddressError,
+    ServerOrder,
+    apiserver_connection,
+    channel_target,
+    ordered_servers,
+    parse_servers,
+)
 from kemu.machinery import kinds
 from kemu.machinery.errors import Unavailable
 
@@ -55,6 +63,49 @@ def test_every_components_server_flag_is_checked_by_argparse(
         assert err.startswith(f"{component}: error: argument --server: "), err
         assert message in err
         assert err.count("\n") == 1 and "Traceback" not in err
+
+
+_REQUIRED = {
+    "cloud": ["--config", "c.yaml", "--state-dir", "d"],
+    "autoscaler": ["--cloud-provider-address", "127.0.0.1:9"],
+}
+
+
+@pytest.mark.parametrize(
+    "component", ["scheduler", "kubelet", "controllermanager", "cloud", "autoscaler"]
+)
+def test_server_order_shuffled_spreads_processes_over_the_list(
+    component: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Upstream's L4 balancer spreads connections: processes given the same list start on
+    different apiservers; `listed`, the default, keeps the order."""
+    parser = importlib.import_module(f"{component}.options").build_parser()
+    required = _REQUIRED.get(component, [])
+    three = "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3"
+    assert apiserver_connection(parser.parse_args([*required, "--server", three]))[0] == three
+    args = parser.parse_args([*required, "--server", three, "--server-order", "shuffled"])
+    assert args.server_order is ServerOrder.SHUFFLED
+    firsts = set()
+    for _ in range(60):  # P(one address never first in 60 draws) = 3 * (2/3)^60, ~1e-10
+        server, _tls = apiserver_connection(args)
+        assert sorted(parse_servers(server)) == sorted(parse_servers(three))
+        firsts.add(parse_servers(server)[0])
+    assert firsts == set(parse_servers(three))
+    with pytest.raises(SystemExit):
+        parser.parse_args([*required, "--server", three, "--server-order", "round-robin"])
+    err = capsys.readouterr().err
+    assert err == (
+        f"{component}: error: argument --server-order: 'round-robin' is not one of "
+        "listed, shuffled\n"
+    )
+
+
+def test_ordered_servers_leaves_one_address_and_keeps_a_seeded_shuffle() -> None:
+    assert ordered_servers("h:1", ServerOrder.SHUFFLED) == "h:1"
+    two = "127.0.0.1:1,127.0.0.1:2"
+    seeded = {ordered_servers(two, ServerOrder.SHUFFLED, random.Random(s)) for s in range(20)}
+    assert seeded == {two, "127.0.0.1:2,127.0.0.1:1"}
+    assert ordered_servers(two, ServerOrder.LISTED, random.Random(1)) == two
 
 
 def test_channel_target_is_the_address_itself_for_one_server() -> None:

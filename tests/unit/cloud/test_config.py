@@ -9,6 +9,7 @@ import yaml
 
 from cloud.config import ConfigError, Failures, load_config, parse_config
 from cloud.kubelets import KubeletLaunch, kubelet_argv, node_group_kubelet_argv
+from kemu.client.endpoints import ServerOrder
 from kemu.component.latency import CallLatency
 from kemu.machinery.latency import Latency
 from kubelet import options as kubelet_options
@@ -207,6 +208,32 @@ def test_a_group_with_resource_slices_passes_them_to_its_kubelets(tmp_path: Path
         parse_config(
             _group(
                 template="{capacity: {cpu: '1', memory: 1Gi}, kubeletArgs: [--dra-slice-file=x]}"
+            )
+        )
+
+
+def test_the_clouds_kubelets_order_their_servers_as_the_cloud_was_told(tmp_path: Path) -> None:
+    """--server-order shuffled reaches the kubelets the cloud starts: each shuffles its list
+    itself, so instances spread over the apiservers as the cloud's processes would."""
+    (g,) = parse_config(_group()).node_groups
+    two = "127.0.0.1:1,127.0.0.1:2"
+    for order in ServerOrder:
+        launch = KubeletLaunch(
+            server=two,
+            server_order=order,
+            instances_dir=tmp_path / "instances",
+            log_dir=tmp_path / "logs",
+        )
+        for argv in (
+            kubelet_argv(launch, g, "g-0", "kemu://g/g-0"),
+            node_group_kubelet_argv(launch, g),
+        ):
+            args = kubelet_options.build_parser().parse_args(argv[3:])
+            assert (args.server, args.server_order) == (two, order)
+    with pytest.raises(ConfigError, match=r"kubeletArgs\[0\]: --server-order is set by"):
+        parse_config(
+            _group(
+                template="{capacity: {cpu: '1', memory: 1Gi}, kubeletArgs: [--server-order=listed]}"
             )
         )
 

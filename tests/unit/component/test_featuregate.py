@@ -92,7 +92,7 @@ OWN_TESTS = (
     | DRA_API_GATES
     | DRA_SCHEDULER_GATES
     | {SEPARATE_TAINT, HOST_IPS, PDC, POD_LEVEL, RETRO, fg.POD_TOPOLOGY_LABELS_ADMISSION}
-    | {fg.SCHEDULER_ASYNC_API_CALLS}
+    | {fg.SCHEDULER_ASYNC_API_CALLS, fg.RETRY_GENERATE_NAME, fg.CONSISTENT_LIST_FROM_CACHE}
     | NOT_MODELLED
 )
 
@@ -257,6 +257,41 @@ def defaults_at(minor: int, names: frozenset[str] | None = None) -> dict[str, bo
 def test_defaults_per_emulated_version(minor: int, expected: dict[str, bool]) -> None:
     # PodObservedGenerationTracking: alpha (off) in 1.33, beta (on) in 1.34, GA in 1.35.
     assert defaults_at(minor) == expected
+
+
+@pytest.mark.parametrize(
+    ("minor", "state"),
+    [
+        (29, None),
+        (30, (False, Stage.ALPHA)),
+        (31, (True, Stage.BETA)),
+        (32, (True, Stage.GA)),
+        (37, (True, Stage.GA)),
+    ],
+)
+def test_retry_generate_name_alpha_1_30_beta_1_31_ga_1_32(
+    minor: int, state: tuple[bool, Stage] | None
+) -> None:
+    """staging/src/k8s.io/apiserver/pkg/features/kube_features.go."""
+    found = [s for s in gates_at(minor).states() if s.name == fg.RETRY_GENERATE_NAME]
+    assert [(s.enabled, s.stage) for s in found] == ([state] if state else [])
+
+
+@pytest.mark.parametrize(
+    ("minor", "state"),
+    [
+        (27, None),
+        (28, (False, Stage.ALPHA)),
+        (31, (True, Stage.BETA)),
+        (34, (True, Stage.GA)),
+        (37, (True, Stage.GA)),
+    ],
+)
+def test_consistent_list_from_cache_alpha_1_28_beta_1_31_ga_1_34(
+    minor: int, state: tuple[bool, Stage] | None
+) -> None:
+    found = [s for s in gates_at(minor).states() if s.name == fg.CONSISTENT_LIST_FROM_CACHE]
+    assert [(s.enabled, s.stage) for s in found] == ([state] if state else [])
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,10 @@
 from __future__ import annotations
 
+import functools
 import json
+import pathlib
+import ssl
+import urllib.error
 from collections.abc import AsyncIterator, Mapping
 
 import anyio
@@ -10,7 +14,10 @@ from prometheus_client import Counter
 from kemu.component.featuregate import FeatureGates
 from kemu.component.health import DebugHandler, DebugRequestError, HealthChecks, HealthServer
 from kemu.component.metrics import new_registry
+from kemu.component.secure_serving import SecureServing
 from kemu.component.version import BINARY_VERSION, Version
+from kemu.machinery.certs import issue, new_ca
+from kemu.testing.processes import http_get
 
 from .http_get import http_request
 
@@ -214,4 +221,29 @@ async def test_debug_handlers_serve_json_and_unknown_ones_are_404() -> None:
         assert status == 200 and json.loads(body) == {"pod": "ns/a", "x": "1"}
         status, _, body = await http_request(port, "/debug/echo?bad")
         assert (status, body) == (400, b"bad: not a thing\n")
+        tg.cancel_scope.cancel()
+
+
+async def test_with_an_ssl_context_it_serves_https_that_its_ca_verifies(
+    tmp_path: pathlib.Path,
+) -> None:
+    """A kubelet's --tls-cert-file serves its metrics port (kemu.component.options)."""
+    ca = new_ca("test-ca")
+    issue(ca, "kubelet", ips=["127.0.0.1"], client=False, server=True).write(
+        tmp_path / "k.crt", tmp_path / "k.key"
+    )
+    serving = SecureServing(cert_file=str(tmp_path / "k.crt"), key_file=str(tmp_path / "k.key"))
+    server = make_server(component="kubelet")
+    server.ssl_context = serving.ssl_context()
+    trusted = ssl.create_default_context(cadata=ca.cert.decode())
+    async with anyio.create_task_group() as tg:
+        port = await tg.start(server.serve)
+        url = f"https://127.0.0.1:{port}/healthz"
+        got = await anyio.to_thread.run_sync(functools.partial(http_get, url, context=trusted))
+        assert got == (200, b"ok")
+        # a client that does not trust the CA is refused the handshake
+        with pytest.raises(urllib.error.URLError, match="CERTIFICATE_VERIFY_FAILED"):
+            await anyio.to_thread.run_sync(
+                functools.partial(http_get, url, context=ssl.create_default_context())
+            )
         tg.cancel_scope.cancel()

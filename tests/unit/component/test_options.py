@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +15,7 @@ from kemu.component.options import (
     new_parser,
     parse_component_args,
 )
+from kemu.component.secure_serving import add_secure_serving_flags
 from kemu.component.version import Version
 
 
@@ -128,3 +130,49 @@ def test_check_flags_raises_the_line_the_process_would_print(
         parser.parse_args(["--nope"])
     assert exited.value.code == 1
     assert capsys.readouterr().err == "scheduler: error: unrecognized arguments: --nope\n"
+
+
+def test_a_plaintext_metrics_endpoint_off_loopback_is_refused_unless_allowed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        parse(["--metrics-bind-address", "10.213.0.2"])
+    assert info.value.code == 1
+    err = capsys.readouterr().err
+    assert err == (
+        "scheduler: error: --metrics-bind-address: refusing to serve plaintext on non-loopback "
+        "address 10.213.0.2: give --allow-insecure-bind\n"
+    )
+    allowed = parse(["--metrics-bind-address", "10.213.0.2", "--allow-insecure-bind"])
+    assert allowed.metrics_bind_address == "10.213.0.2"
+    assert not allowed.metrics_serving.enabled
+    assert parse(["--metrics-bind-address", "127.0.0.2"]).metrics_bind_address == "127.0.0.2"
+
+
+def kubelet_parser() -> argparse.ArgumentParser:
+    parser = new_parser("kubelet", "test", default_metrics_port=10255)
+    add_secure_serving_flags(parser, pair_name="kubelet")
+    return parser
+
+
+def test_a_component_whose_tls_flags_serve_its_metrics_serves_them_off_loopback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The kubelet's --tls-cert-file/--tls-private-key-file (or --cert-dir) serve its metrics
+    endpoint; without them, off loopback, the refusal names them."""
+    argv = ["--metrics-bind-address", "10.213.0.2", "--cert-dir", str(tmp_path)]
+    _, options = parse_component_args(kubelet_parser(), argv, "kubelet", metrics_pair="kubelet")
+    assert options.metrics_serving.cert_file == str(tmp_path / "kubelet.crt")
+    assert (tmp_path / "kubelet.key").is_file()  # generated, self-signed, for the address
+    with pytest.raises(SystemExit):
+        parse_component_args(
+            kubelet_parser(),
+            ["--metrics-bind-address", "10.213.0.2"],
+            "kubelet",
+            metrics_pair="kubelet",
+        )
+    assert capsys.readouterr().err == (
+        "kubelet: error: --metrics-bind-address: refusing to serve plaintext on non-loopback "
+        "address 10.213.0.2: give TLS (--tls-cert-file and --tls-private-key-file, or "
+        "--cert-dir) or --allow-insecure-bind\n"
+    )

@@ -20,6 +20,7 @@ from controllermanager.controller import Controller, ControllerContext, Controll
 from controllermanager.options import COMPONENT, LEASE_NAME, build_parser, select_controllers
 from kemu.api.v1 import types_pb2
 from kemu.client.controlplane import LEASE_NAMESPACE
+from kemu.client.endpoints import apiserver_connection
 from kemu.client.fake import FakeClient
 from kemu.client.leaderelection import LeaderElectionConfig
 from kemu.component.clock import FakeClock
@@ -129,7 +130,7 @@ def test_flag_errors_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_parser_defaults() -> None:
     args = build_parser().parse_args([])
-    assert args.server == "127.0.0.1:6443"
+    assert apiserver_connection(args) == ("127.0.0.1:6443", None)  # plaintext, no --kubeconfig
     assert args.metrics_port == 10257
     assert not args.leader_elect
     assert (

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
 import anyio
 import pytest
 
 from kemu.api.v1 import types_pb2
 from kemu.client.fake import FakeClient
+from kemu.client.identity import COMPONENT_LABEL, EMULATED_VERSION_ANNOTATION
 from kemu.component.clock import FakeClock
 from kemu.component.options import ComponentOptions
 from kemu.component.runner import ComponentContext, run_component_async
+from kemu.machinery.pki import COMPONENTS, kubelet_user, write_cluster_pki
 from kemu.testing.builders import make_pod
 from kemu.testing.fake_time import wait_until
 from kubelet import app, options
@@ -141,6 +144,16 @@ async def test_a_hollow_kubelet_registers_its_nodes_and_runs_their_pods(tmp_path
         await advance(clock, 10)
         leases = (await fake.list(types_pb2.Lease, "kube-node-lease")).items
         assert sorted(lease.metadata.name for lease in leases) == ["h-0", "h-1", "h-2"]
+        # the process's identity (the Version RPC's) on its first node's Lease, none in
+        # kube-system (the Node authorizer allows a node its own node Lease only)
+        stamped = {
+            lease.metadata.name: lease.metadata.annotations
+            for lease in leases
+            if lease.metadata.labels.get(COMPONENT_LABEL) == "kubelet"
+        }
+        assert list(stamped) == ["h-0"]
+        assert stamped["h-0"][EMULATED_VERSION_ANNOTATION] == str(ctx.options.version)
+        assert not (await fake.list(types_pb2.Lease, "kube-system")).items
         ctx.request_stop()
     assert (tmp_path / "checkpoints" / "h-1.json").exists()
 
@@ -198,3 +211,23 @@ def test_a_hollow_kubelets_nodes_renew_in_phases_of_at_most_a_hundred() -> None:
     assert offsets[:100] == [0.0] * 100 and offsets[100:200] == [10 / 3] * 100
     assert offsets[200:] == [20 / 3] * 50
     assert renewal_offsets(0, 10.0) == []
+
+
+def test_a_one_node_kubelet_with_a_nodes_certificate_claims_no_user(tmp_path: Path) -> None:
+    """Its certificate's user is its user (upstream's); without one, or with one that names
+    no node (the cloud's instance kubelets), it claims its node's, and a hollow process its
+    nodes' (impersonating them with one certificate)."""
+    pki = write_cluster_pki(
+        tmp_path,
+        rest_url="https://127.0.0.1:6445",
+        grpc_server="127.0.0.1:6443",
+        users={"kubelet-n1": kubelet_user("n1"), "cloud": COMPONENTS["cloud"]},
+    )
+    node = str(pki.kubeconfig("kubelet-n1"))
+    assert not app.claims_node_users(settings("--kubeconfig", node, "--node-name", "n1"))
+    # another node's certificate: that node's user, claiming nothing
+    assert not app.claims_node_users(settings("--kubeconfig", node, "--node-name", "n3"))
+    assert app.claims_node_users(settings("--node-name", "n1"))
+    assert app.claims_node_users(settings("--kubeconfig", node, "--nodes", "2"))
+    cloud = str(pki.kubeconfig("cloud"))
+    assert app.claims_node_users(settings("--kubeconfig", cloud, "--node-name", "n1"))

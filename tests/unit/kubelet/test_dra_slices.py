@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import textwrap
 from pathlib import Path
+from typing import Final
 
 import anyio
 import pytest
@@ -245,7 +246,9 @@ async def _published(
     """One publisher's sync of `node` for the drivers of `text` (a kubelet (re)starting)."""
     informers = InformerFactory(fake, clock=clock)
     slices = informers.informer(types_pb2.ResourceSlice)
-    publisher = ResourceSlicePublisher(fake, parse_slice_file(text), slices, clock=clock)
+    publisher = ResourceSlicePublisher(
+        lambda _node: fake, parse_slice_file(text), slices, clock=clock
+    )
     async with anyio.create_task_group() as tg:
         informers.start(tg)
         await informers.wait_for_cache_sync()
@@ -281,3 +284,48 @@ async def test_a_restarted_kubelet_rewrites_a_pool_only_when_it_changed():
     assert gpu.metadata.name in {s.metadata.name for s in first}  # updated in place
     assert gpu.spec.pool.generation == 2
     assert [d.name for d in gpu.spec.devices] == ["gpu-0", "gpu-9"]
+
+
+NIC: Final = textwrap.dedent(
+    """\
+    apiVersion: resource.k8s.io/v1
+    kind: ResourceSlice
+    spec:
+      driver: nic.example.com
+      devices:
+      - name: nic-0
+    """
+)
+
+
+async def _watches(path: Path, *argv: str) -> list[str]:
+    """The informers a kubelet with the file of `path` opens (their names: resource and
+    selectors)."""
+    opts = ComponentOptions.for_tests("kubelet", shutdown_grace_period=5)
+    names: list[str] = []
+
+    async def body(ctx: ComponentContext) -> None:
+        kubelet = app.Kubelet(FakeClient(clock=FakeClock()), _settings(path, *argv), ctx)
+        names.extend(inf.name for inf in kubelet.informers.informers())
+
+    await run_component_async("kubelet", opts, body, clock=FakeClock(), handle_signals=False)
+    return names
+
+
+@pytest.mark.parametrize(
+    ("text", "claims"),
+    [(NIC, []), (GPU, ["resourceclaims"])],
+    ids=["no-binding-conditions", "binding-conditions"],
+)
+async def test_a_kubelet_watches_what_the_node_authorizer_allows_a_node(tmp_path, text, claims):
+    """Issue #60: its pods and slices by spec.nodeName, its Node by name (upstream's kubelet's
+    and ResourceSlice controller's selectors); no claim (the DRA manager gets each one)
+    unless a device has bindingConditions, which the drivers' controller answers."""
+    path = tmp_path / "slices.yaml"
+    path.write_text(text)
+    assert await _watches(path, "--node-name", "n1", "--root-dir", "") == [
+        "pods [spec.nodeName=n1]",
+        "nodes [metadata.name=n1]",
+        "resourceslices [spec.nodeName=n1]",
+        *claims,
+    ]

@@ -192,6 +192,27 @@ async def test_a_failed_renewal_is_retried_and_the_next_keeps_to_the_grid():
         tg.cancel_scope.cancel()
 
 
+async def test_a_lease_someone_else_wrote_is_read_again_and_renewed_at_once():
+    # upstream's retryUpdateLease: an OptimisticLockError reads the Lease again
+    # (backoffEnsureLease) and updates it at once, keeping what the other writer set.
+    clock = FakeClock()
+    fake = FakeClient(clock=clock)
+    agent = NodeAgent(fake, config(), clock=clock, timing=NodeTiming(lease_renew_interval=10))
+    start = clock.now()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(agent.run)
+        await advance(clock, 5)
+        other = await fake.get(types_pb2.Lease, "n1", NODE_LEASE_NAMESPACE)
+        other.metadata.annotations["example.com/touched"] = "yes"
+        await fake.update(other)
+        await advance(clock, 5.05)  # the renewal at 10 conflicts (the agent's copy is stale)
+        lease = await fake.get(types_pb2.Lease, "n1", NODE_LEASE_NAMESPACE)
+        tg.cancel_scope.cancel()
+    assert round(renew_seconds(lease) - start, 2) == 10.0, "no backoff after a Conflict"
+    assert lease.metadata.annotations["example.com/touched"] == "yes"
+    assert agent.lease_renewals == 2
+
+
 async def test_hollow_nodes_spread_their_renewals_over_the_interval():
     clock = FakeClock()
     fake = FakeClient(clock=clock)

@@ -18,9 +18,33 @@ def test_wire_times_are_seconds_for_time_and_microseconds_for_micro_time() -> No
     pod.metadata.creation_timestamp.CopyFrom(convert.timestamp(1795543200.123456789))
     wire: Any = convert.to_dict(pod, wire=True)
     assert wire["metadata"]["creationTimestamp"] == "2026-11-24T18:00:00Z"
-    # without wire, what is stored survives a round trip (the registry's patches)
+    # without wire, what is stored survives a round trip (the registry's patches), to the
+    # nanosecond (the float clock's; the start time of a pod that a patch of its status wrote
+    # at microseconds broke preemption's latestStartTime tie between two victims)
     stored: Any = convert.to_dict(pod)
-    assert stored["metadata"]["creationTimestamp"] == "2026-11-24T18:00:00.123456Z"
+    assert stored["metadata"]["creationTimestamp"] == "2026-11-24T18:00:00.123456768Z"
+    back = convert.from_dict(BY_KIND["Pod"], stored)
+    assert isinstance(back, types_pb2.Pod)
+    assert back.metadata.creation_timestamp == pod.metadata.creation_timestamp
+    pod.metadata.creation_timestamp.nanos = 123456000
+    micro: Any = convert.to_dict(pod)
+    assert micro["metadata"]["creationTimestamp"] == "2026-11-24T18:00:00.123456Z"
+
+
+@pytest.mark.parametrize(
+    ("text", "nanos"),
+    [
+        ("2026-11-24T18:00:00Z", 0),
+        ("2026-11-24T18:00:00.5Z", 500_000_000),
+        ("2026-11-24T18:00:00.123456Z", 123_456_000),
+        ("2026-11-24T18:00:00.123456789Z", 123_456_789),
+        ("2026-11-24T18:00:00.1234567891Z", 123_456_789),  # (Go keeps nine digits too)
+        ("2026-11-24T19:00:00.000000001+01:00", 1),
+    ],
+)
+def test_times_are_read_to_the_nanosecond(text: str, nanos: int) -> None:
+    ts = convert.parse_time(text, "metadata.creationTimestamp")
+    assert (ts.seconds, ts.nanos) == (1795543200, nanos)
     lease = types_pb2.Lease()
     lease.metadata.name = "l"
     lease.spec.renew_time.CopyFrom(convert.timestamp(1795543200))

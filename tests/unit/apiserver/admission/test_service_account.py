@@ -53,7 +53,7 @@ class Accounts:
 
     def plugin(self) -> ServiceAccountAdmission:
         return ServiceAccountAdmission(
-            self.cached, self.live, self.sleep, generate_name=lambda base: base + "abcde"
+            self.cached, self.live, self.sleep, generate_name=lambda pod, base: base + "abcde"
         )
 
 
@@ -153,3 +153,88 @@ async def test_a_mirror_pod_is_left_alone_and_may_not_name_an_account() -> None:
     pod.spec.service_account_name = "default"
     with pytest.raises(Forbidden, match="a mirror pod may not reference service accounts"):
         await Accounts("default").plugin().admit(pod)
+
+
+class Enforcing(Accounts):
+    """An account with the enforce-mountable-secrets annotation set to `value`, listing the
+    secret `allowed` and the pull secret `regcred`."""
+
+    def __init__(self, value: str = "true") -> None:
+        super().__init__("default")
+        self.value = value
+
+    def _account(self, namespace: str, name: str) -> types_pb2.ServiceAccount:
+        sa = super()._account(namespace, name)
+        sa.metadata.annotations["kubernetes.io/enforce-mountable-secrets"] = self.value
+        sa.secrets.add(name="allowed")
+        return sa
+
+
+def _secret_pod() -> types_pb2.Pod:
+    pod = make_pod("p").obj()
+    pod.spec.automount_service_account_token = False
+    return pod
+
+
+async def test_enforce_mountable_secrets_admits_the_secrets_the_account_lists() -> None:
+    pod = _secret_pod()
+    pod.spec.volumes.add(name="v").secret.secret_name = "allowed"
+    container = pod.spec.containers[0]
+    container.env.add(name="E").value_from.secret_key_ref.name = "allowed"
+    container.env_from.add().secret_ref.name = "allowed"
+    container.env_from.add().config_map_ref.name = "any-config-map"
+    pod.spec.image_pull_secrets.add(name="regcred")
+    await Enforcing().plugin().admit(pod)
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (
+            lambda pod: setattr(pod.spec.volumes.add(name="v").secret, "secret_name", "other"),
+            'volume with secret.secretName="other" is not allowed because service account '
+            "default does not reference that secret",
+        ),
+        (
+            lambda pod: setattr(
+                pod.spec.containers[0].env.add(name="E").value_from.secret_key_ref,
+                "name",
+                "other",
+            ),
+            'container c with envVar E referencing secret.secretName="other" is not allowed '
+            "because service account default does not reference that secret",
+        ),
+        (
+            lambda pod: setattr(
+                pod.spec.init_containers.add(name="i").env_from.add().secret_ref, "name", "other"
+            ),
+            'init container i with envFrom referencing secret.secretName="other" is not allowed '
+            "because service account default does not reference that secret",
+        ),
+        (
+            lambda pod: pod.spec.image_pull_secrets.add(name="other"),
+            'imagePullSecrets[0].name="other" is not allowed because service account default '
+            "does not reference that imagePullSecret",
+        ),
+    ],
+)
+async def test_enforce_mountable_secrets_refuses_a_secret_the_account_does_not_list(
+    build: object, message: str
+) -> None:
+    pod = _secret_pod()
+    assert callable(build)
+    build(pod)
+    with pytest.raises(Forbidden) as refused:
+        await Enforcing().plugin().admit(pod)
+    assert str(refused.value) == f'pods "p" is forbidden: {message}'
+    # without the annotation (or with a value Go's ParseBool does not read as true) the
+    # same pod is admitted
+    for value in ("false", "yes"):
+        await Enforcing(value).plugin().admit(_rebuilt(build))
+
+
+def _rebuilt(build: object) -> types_pb2.Pod:
+    pod = _secret_pod()
+    assert callable(build)
+    build(pod)
+    return pod

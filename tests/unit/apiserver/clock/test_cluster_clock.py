@@ -152,6 +152,57 @@ def test_a_request_from_outside_the_sessions_is_not_held() -> None:
         assert wait and activity.parked_total == 0
 
 
+async def test_the_apiservers_own_work_holds_the_look_unless_held_on_a_timer() -> None:
+    """A pass of the apiserver's own work woken by its clock (the APF ensurer's, writing a
+    FlowSchema's Dangling condition) holds the clock until it ends, as a request does; while
+    it waits on a timer of the clock (--etcd-latency) the clock must move for it. (Without
+    it an advance past the ensurer's minute held before the pass wrote anything: found by
+    test_apf_dangling_1_missing_priority_level under CI's load.)"""
+    cc = _cluster_clock()
+    with cc.activity.own_work():
+        assert cc.activity.serving == 1 and cc.activity.outside == 0
+        with cc.activity.parked() as wait:
+            assert wait and cc.activity.serving == 0
+            with anyio.fail_after(5):
+                assert (await cc.driver.quiescence())[0]
+    assert cc.activity.requests == 0 and cc.activity.parked_total == 0
+    ended: list[bool] = []
+
+    async def pass_() -> None:
+        with cc.activity.own_work():
+            await anyio.sleep(0.1)
+            ended.append(True)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pass_)
+        await anyio.wait_all_tasks_blocked()
+        with anyio.fail_after(5):
+            assert (await cc.driver.quiescence())[0]
+        assert ended  # the look waited for the pass
+
+
+async def test_own_work_woken_by_a_jump_is_counted_before_the_look() -> None:
+    """The ensurer's sleep ends with the jump and its pass starts at its next step: the
+    look at the apiserver lets it take that step first."""
+    cc = _cluster_clock()
+    woken = anyio.Event()
+    ended: list[bool] = []
+
+    async def pass_() -> None:
+        await woken.wait()
+        with cc.activity.own_work():
+            await anyio.sleep(0.1)
+            ended.append(True)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pass_)
+        await anyio.wait_all_tasks_blocked()
+        woken.set()  # (the jump ends its sleep; the pass has taken no step yet)
+        with anyio.fail_after(5):
+            assert (await cc.driver.quiescence())[0]
+        assert ended
+
+
 def _receive(cc: ClusterClock, identity: str, numbers: Iterable[int]) -> None:
     """The apiserver serves the calls of `identity` numbered so."""
     for number in numbers:

@@ -101,7 +101,7 @@ def test_zero_means_no_limit_and_negative_limits_are_refused() -> None:
 @pytest.mark.parametrize(
     ("method", "path", "query", "expected"),
     [
-        ("GET", "/api/v1/namespaces/ns/pods/p", {}, RequestInfo("get", "pods", "ns")),
+        ("GET", "/api/v1/namespaces/ns/pods/p", {}, RequestInfo("get", "pods", "ns", name="p")),
         ("GET", "/api/v1/namespaces/ns/pods", {}, RequestInfo("list", "pods", "ns")),
         ("GET", "/api/v1/pods", {"watch": "true"}, RequestInfo("watch", "pods")),
         ("GET", "/api/v1/watch/namespaces/ns/pods", {}, RequestInfo("watch", "pods", "ns")),
@@ -109,22 +109,28 @@ def test_zero_means_no_limit_and_negative_limits_are_refused() -> None:
             "POST",
             "/api/v1/namespaces/ns/pods/p/binding",
             {},
-            RequestInfo("create", "pods", "ns", subresource="binding"),
+            RequestInfo("create", "pods", "ns", subresource="binding", name="p"),
         ),
         (
             "PUT",
             "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-scheduler",
             {},
-            RequestInfo("update", "leases", "kube-system", api_group="coordination.k8s.io"),
+            RequestInfo(
+                "update",
+                "leases",
+                "kube-system",
+                api_group="coordination.k8s.io",
+                name="kube-scheduler",
+            ),
         ),
         ("DELETE", "/api/v1/namespaces/ns/pods", {}, RequestInfo("deletecollection", "pods", "ns")),
-        ("PATCH", "/api/v1/nodes/n", {}, RequestInfo("patch", "nodes")),
-        ("GET", "/api/v1/namespaces/ns", {}, RequestInfo("get", "namespaces")),
+        ("PATCH", "/api/v1/nodes/n", {}, RequestInfo("patch", "nodes", name="n")),
+        ("GET", "/api/v1/namespaces/ns", {}, RequestInfo("get", "namespaces", name="ns")),
         (
             "PUT",
             "/api/v1/namespaces/ns/finalize",
             {},
-            RequestInfo("update", "namespaces", subresource="finalize"),
+            RequestInfo("update", "namespaces", subresource="finalize", name="ns"),
         ),
         ("GET", "/readyz", {}, RequestInfo("get", path="/readyz")),
         ("GET", "/apis", {}, RequestInfo("get", path="/apis")),
@@ -140,14 +146,41 @@ def test_grpc_request_info_reads_the_lease_namespace_from_the_object() -> None:
     lease = types_pb2.Lease(metadata=types_pb2.ObjectMeta(name="l", namespace="kube-system"))
     update = api_pb2.UpdateRequest(object=kinds.wrap(lease))
     assert grpc_request_info("Update", update) == RequestInfo(
-        "update", "leases", "kube-system", api_group="coordination.k8s.io"
+        "update", "leases", "kube-system", api_group="coordination.k8s.io", name="l"
     )
     pod = types_pb2.Pod(metadata=types_pb2.ObjectMeta(name="p", namespace="kube-system"))
     create = api_pb2.CreateRequest(object=kinds.wrap(pod))
+    assert grpc_request_info("Create", create).name == ""  # (a create names no object)
+    patch = api_pb2.PatchRequest(resource="pods", namespace="ns", name="p", subresource="status")
+    assert grpc_request_info("Patch", patch) == RequestInfo(
+        "patch", "pods", "ns", subresource="status", name="p"
+    )
+    evict = api_pb2.Eviction(metadata=types_pb2.ObjectMeta(name="p", namespace="ns"))
+    assert grpc_request_info("Evict", evict) == RequestInfo(
+        "create", "pods", "ns", subresource="eviction", name="p"
+    )
     assert grpc_request_info("Create", create).kind == MUTATING
     assert not grpc_request_info("Create", create).exempt
     assert grpc_request_info("Bind", api_pb2.Binding()).kind == MUTATING
     assert grpc_request_info("Version", api_pb2.VersionRequest()).kind == READ_ONLY
+
+
+def test_an_update_batch_is_classified_as_its_items_when_they_agree() -> None:
+    def update(namespace: str, name: str) -> api_pb2.UpdateRequest:
+        lease = types_pb2.Lease(metadata=types_pb2.ObjectMeta(name=name, namespace=namespace))
+        return api_pb2.UpdateRequest(object=kinds.wrap(lease))
+
+    heartbeats = api_pb2.UpdateBatchRequest(
+        items=[update("kube-node-lease", "n1"), update("kube-node-lease", "n2")]
+    )
+    info = grpc_request_info("UpdateBatch", heartbeats)
+    assert info == RequestInfo(
+        "update", "leases", "kube-node-lease", api_group="coordination.k8s.io"
+    )
+    assert info.exempt
+    mixed = api_pb2.UpdateBatchRequest(items=[update("kube-node-lease", "n1"), update("ns", "x")])
+    assert grpc_request_info("UpdateBatch", mixed) == RequestInfo("update")
+    assert not grpc_request_info("UpdateBatch", mixed).exempt
 
 
 class _Held:

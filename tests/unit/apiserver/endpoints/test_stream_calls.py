@@ -14,7 +14,7 @@ import grpc.aio
 import pytest
 
 from apiserver.endpoints.calls import as_is
-from apiserver.endpoints.stream_calls import CallStreams, Method
+from apiserver.endpoints.stream_calls import UNPACED_CALLS, CallStreams, Method
 from kemu.client.call_stream import CallStream
 from kemu.client.endpoints import LB_POLICY, channel_target
 
@@ -148,3 +148,60 @@ async def test_past_its_bound_a_stream_reads_no_more_calls_until_one_ends() -> N
                 assert await calls.call("Echo", b"e", (), 5.0) == b"one:e"
             finally:
                 await calls.close()
+
+
+async def test_a_message_of_many_frames_starts_its_calls_one_per_turn_of_the_event_loop() -> None:
+    """Past UNPACED_CALLS under way, the frames of one message are started one per turn of the
+    loop, as grpc.aio's server accepts unary calls, so the tasks already waiting (a watch's
+    sender) run between them: a task that yields each turn sees the calls started part way,
+    not all at once."""
+    started: list[int] = []
+    n_calls = UNPACED_CALLS * 3
+
+    async def mark(data: bytes, _context: Any) -> bytes:
+        started.append(int(data))
+        return data
+
+    streams = CallStreams({"Mark": Method(mark, as_is)})
+    server = grpc.aio.server()
+    server.add_generic_rpc_handlers(
+        (
+            grpc.method_handlers_generic_handler(
+                "kemu.api.v1.Api",
+                {
+                    "Calls": grpc.stream_stream_rpc_method_handler(
+                        streams.serve, response_serializer=as_is
+                    )
+                },
+            ),
+        )
+    )
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    seen: set[int] = set()
+    stop = asyncio.Event()
+
+    async def watcher() -> None:
+        while not stop.is_set():
+            seen.add(len(started))
+            await asyncio.sleep(0)
+
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            calls = CallStream(channel)
+            try:
+                await calls.call("Mark", b"0", (), 5.0)  # (the stream is open)
+                task = asyncio.ensure_future(watcher())
+                # (written together: one message of many frames)
+                await asyncio.gather(
+                    *(calls.call("Mark", b"%d" % i, (), 5.0) for i in range(1, n_calls + 1))
+                )
+                stop.set()
+                await task
+            finally:
+                await calls.close()
+    finally:
+        await server.stop(None)
+    assert sorted(started) == list(range(n_calls + 1))
+    # Some turns saw a message's calls part way started, past the first UNPACED_CALLS.
+    assert len(seen & set(range(UNPACED_CALLS + 2, n_calls + 1))) >= 10, sorted(seen)

@@ -44,7 +44,10 @@ class _Context:
         return ()
 
 
-async def _types_seen(*, bookmarks: bool, seconds: float) -> list[str]:
+async def _types_seen(*, bookmarks: bool, seconds: float, events: int) -> tuple[list[str], int]:
+    """The event types a watch streamed while a writer changed a pod every 2 ms for at least
+    `seconds` (wall time: the bookmarks' period) and at least `events` changes (however slowly
+    a loaded host runs it), and how many changes it wrote."""
     cache = WatchCache(_EmptyStore(), kind_for_resource("pods"))  # type: ignore[arg-type]
     await cache._initialize()
     watches = Watches(
@@ -59,13 +62,16 @@ async def _types_seen(*, bookmarks: bool, seconds: float) -> list[str]:
     seen: list[str] = []
     stream = watches.stream(req, _Context())  # type: ignore[arg-type]
 
+    written = 0
+
     async def busy_writer() -> None:
-        revision = 2
-        with anyio.move_on_after(seconds):
-            while True:  # a change every 2 ms: a frame is buffered at every turn
-                cache._apply([_put(revision)])
-                revision += 1
-                await anyio.sleep(0.002)
+        nonlocal written
+        deadline = anyio.current_time() + seconds
+        while written < events or anyio.current_time() < deadline:
+            # a change every 2 ms: a frame is buffered at every turn
+            cache._apply([_put(written + 2)])
+            written += 1
+            await anyio.sleep(0.002)
         cache.end_watches()
 
     async with anyio.create_task_group() as tg:
@@ -73,16 +79,16 @@ async def _types_seen(*, bookmarks: bool, seconds: float) -> list[str]:
         async for data in stream:
             seen.extend(e.type for e in api_pb2.WatchResponse.FromString(data).events)
             await anyio.sleep(0.003)  # sending takes a while: the writer gets ahead
-    return seen
+    return seen, written
 
 
 async def test_a_busy_watch_gets_its_bookmarks_when_they_are_due() -> None:
-    seen = await _types_seen(bookmarks=True, seconds=0.6)
-    assert seen.count("ADDED") > 50
+    seen, written = await _types_seen(bookmarks=True, seconds=0.6, events=50)
+    assert seen.count("ADDED") == written
     assert seen.count("BOOKMARK") >= 2  # every 0.1 s, though the stream never went idle
 
 
 async def test_a_busy_watch_without_bookmarks_gets_every_event_and_no_bookmark() -> None:
-    seen = await _types_seen(bookmarks=False, seconds=0.3)
+    seen, written = await _types_seen(bookmarks=False, seconds=0.3, events=25)
     assert "BOOKMARK" not in seen
-    assert seen.count("ADDED") > 25
+    assert seen.count("ADDED") == written

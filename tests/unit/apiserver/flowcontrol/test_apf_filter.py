@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import time
+
 import anyio
 import pytest
 from prometheus_client import CollectorRegistry
@@ -19,6 +21,7 @@ from apiserver.flowcontrol.apf_filter import (
     max_seats,
     nominal_limits,
 )
+from kemu.component.clock import FakeClock
 from kemu.machinery.errors import TooManyRequests
 
 SCHEDULER = identity.of_user_agent("kube-scheduler")
@@ -69,7 +72,10 @@ def test_retry_after_doubles_under_drops_and_comes_back_down() -> None:
 
 
 def _apf(
-    server_limit: int, metrics_registry: CollectorRegistry, wait_limit: float = 5.0
+    server_limit: int,
+    metrics_registry: CollectorRegistry,
+    wait_limit: float = 5.0,
+    clock: FakeClock | None = None,
 ) -> PriorityAndFairness:
     def config() -> Config | None:
         return None
@@ -80,7 +86,9 @@ def _apf(
         config,
         lambda info: 0,
         ApfMetrics(metrics_registry),
+        now=clock.monotonic if clock is not None else time.monotonic,
         wait_limit=wait_limit,
+        wait_clock=clock,
     )
 
 
@@ -157,8 +165,11 @@ async def test_a_full_queue_is_refused_with_429_and_retry_after() -> None:
 
 @pytest.mark.anyio
 async def test_a_request_waiting_past_the_limit_times_out() -> None:
+    """The queue wait's limit on a fake clock: the sixth request, queued behind global-default's
+    five seats, is refused once the limit has passed, and not before."""
     registry = CollectorRegistry()
-    apf = _apf(60, registry, wait_limit=0.05)
+    clock = FakeClock()
+    apf = _apf(60, registry, wait_limit=0.05, clock=clock)
     release = anyio.Event()
     refused: list[str] = []
 
@@ -172,9 +183,43 @@ async def test_a_request_waiting_past_the_limit_times_out() -> None:
     async with anyio.create_task_group() as tg:
         for _ in range(6):
             tg.start_soon(one)
-        await anyio.sleep(0.3)
+        await anyio.wait_all_tasks_blocked()
+        assert clock.sleepers == 1  # the one queued request's limit
+        clock.advance(0.049)
+        await anyio.wait_all_tasks_blocked()
+        assert refused == []
+        clock.advance(0.002)
+        await anyio.wait_all_tasks_blocked()
         assert refused == ["x"]
         release.set()
     labels = {"priority_level": "global-default", "flow_schema": "global-default"}
     assert _sample(registry, "apiserver_flowcontrol_rejected_requests_total", **labels,
                    reason="time-out") == 1  # fmt: skip
+
+
+def test_a_classification_is_kept_for_every_object_of_a_request_shape() -> None:
+    """Each pod's status PATCH names another pod: the kept classification (by what
+    classification reads, match.classified_as) serves them all, the same one a fresh filter
+    computes; another user's request is classified on its own."""
+    kubelet = identity.of_user_agent("kubelet")
+    apf = _apf(600, CollectorRegistry())
+    first = apf.classify(
+        RequestInfo("patch", "pods", "ns", subresource="status", user=kubelet, name="p0")
+    )
+    assert first is not None
+    for i in range(1, 50):
+        info = RequestInfo("patch", "pods", "ns", subresource="status", user=kubelet, name=f"p{i}")
+        assert apf.classify(info) is first
+        fresh = _apf(600, CollectorRegistry()).classify(info)
+        assert fresh is not None
+        assert (fresh.flow_schema_name, fresh.level, fresh.distinguisher) == (
+            first.flow_schema_name,
+            first.level,
+            first.distinguisher,
+        )
+    other = apf.classify(
+        RequestInfo(
+            "patch", "pods", "ns", subresource="status", user=identity.of_user_agent("x"), name="p0"
+        )
+    )
+    assert other is not None and other is not first

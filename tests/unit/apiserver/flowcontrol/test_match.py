@@ -138,3 +138,30 @@ def test_a_kubelet_claiming_its_node_is_a_flow_of_its_own() -> None:
     # without a claim: the user agent's component, else anonymous
     assert identity.of_metadata([("user-agent", "kubelet/1.0")]) == KUBELET
     assert identity.of_metadata([]) == ANONYMOUS
+
+
+def test_requests_alike_but_for_the_object_they_name_are_classified_alike() -> None:
+    """classified_as keeps what classification reads: a pod's name or a selector does not
+    change it; the user, verb, namespace, subresource and a non-resource path do."""
+    base = RequestInfo("patch", "pods", "ns", subresource="status", user=KUBELET, name="a")
+    same = [
+        RequestInfo("patch", "pods", "ns", subresource="status", user=KUBELET, name="b"),
+        RequestInfo(
+            "patch", "pods", "ns", subresource="status", user=KUBELET, field_selector="x=y"
+        ),
+    ]
+    other = [
+        RequestInfo("patch", "pods", "ns", subresource="status", user=SCHEDULER, name="a"),
+        RequestInfo("update", "pods", "ns", subresource="status", user=KUBELET, name="a"),
+        RequestInfo("patch", "pods", "ns2", subresource="status", user=KUBELET, name="a"),
+        RequestInfo("patch", "pods", "ns", user=KUBELET, name="a"),
+    ]
+    assert {match.classified_as(i) for i in same} == {match.classified_as(base)}
+    assert match.classified_as(base) not in {match.classified_as(i) for i in other}
+    assert match.classified_as(RequestInfo("get", path="/healthz")) != match.classified_as(
+        RequestInfo("get", path="/version")
+    )
+    # and what classify answers agrees for every one of them
+    for info in [*same, *other]:
+        if match.classified_as(info) == match.classified_as(base):
+            assert _classify(info) == _classify(base)

@@ -282,3 +282,39 @@ async def test_close_watches_ends_every_stream_and_serves_the_watches_that_follo
     assert cache.watcher_count == 1
     _put(cache, 3)
     assert again.receive_nowait()
+
+
+class _Recorder:
+    """A CacheObserver that records what it is told (and fails once, on the creation)."""
+
+    def __init__(self, fail_on: str = "") -> None:
+        self.seen: list[tuple[str, str]] = []
+        self._fail_on = fail_on
+
+    def replaced(self, objects: Any) -> None:
+        self.seen.append(("REPLACED", ",".join(o.metadata.name for o in objects)))
+
+    def changed(self, event_type: str, obj: Any, prev: Any) -> None:
+        self.seen.append((event_type, obj.metadata.name))
+        if event_type == self._fail_on:
+            raise RuntimeError("an observer's bug")
+
+
+@pytest.mark.anyio
+async def test_observers_are_told_of_the_start_and_of_each_change_even_after_one_fails() -> None:
+    store = _Store()
+    cache = WatchCache(store, kind_for_resource("replicasets"))  # type: ignore[arg-type]
+    early, failing = _Recorder(), _Recorder(fail_on="ADDED")
+    cache.observe(early)
+    cache.observe(failing)
+    async with anyio.create_task_group() as tg:
+        await tg.start(cache.run)
+        late = _Recorder()
+        cache.observe(late)  # the cache is ready: told what it holds at once
+        store.progressed.set()
+        with anyio.fail_after(5):
+            await store.done.wait()
+        await wait_until(lambda: len(late.seen) == 3)
+        tg.cancel_scope.cancel()
+    expected = [("REPLACED", ""), ("ADDED", "big-8"), ("DELETED", "big-8")]
+    assert early.seen == failing.seen == late.seen == expected

@@ -16,7 +16,13 @@ from kemu.machinery.jsonvalue import JSON, JSONObject
 from kemu.machinery.managedfields import fieldpath as fp
 from kemu.machinery.managedfields.fieldpath import FieldSet
 from kemu.machinery.managedfields.schema import Node, from_json_schema
-from kemu.machinery.managedfields.updater import Conflict, Conflicts, ManagedFields, Updater
+from kemu.machinery.managedfields.updater import (
+    Conflict,
+    Conflicts,
+    ManagedFields,
+    Updater,
+    VersionedSet,
+)
 
 LEAF = from_json_schema(
     {
@@ -375,3 +381,60 @@ def test_fields_v1_text_is_the_tries_json() -> None:
         P("finalizers", _v("f")),
     )
     assert fp.fields_v1_text(s) == json.dumps(s.to_fields_v1(), separators=(",", ":"))
+
+
+def _renaming(obj: JSON, version: str, source: str = "", /) -> tuple[JSON, Node] | None:
+    """v1 of LEAF's type calls `numeric` `number` (v2's is LEAF); v0 is no longer served."""
+    if not isinstance(obj, dict):
+        return None
+    if version == "v1" and source in ("", "v2"):
+        return {("number" if k == "numeric" else k): v for k, v in obj.items()}, V1_LEAF
+    if version == "v2" and source == "v1":
+        return {("numeric" if k == "number" else k): v for k, v in obj.items()}, LEAF
+    return None
+
+
+V1_LEAF = from_json_schema(
+    {
+        "type": "object",
+        "properties": {"number": {"type": "number"}, "string": {"type": "string"}},
+    }
+)
+
+
+def test_managers_of_another_version_are_compared_in_it() -> None:
+    """merge/update.go update: each manager's set is checked against the write converted to
+    its version (Converter.Convert); a manager of a version not served goes."""
+    updater = Updater(LEAF)
+    managers: ManagedFields = {
+        "old": VersionedSet(FieldSet.of((fp.field("number"),)), "v1", True),
+        "gone": VersionedSet(FieldSet.of((fp.field("string"),)), "v0", False),
+    }
+    live: JSONObject = {"numeric": 1, "string": "a"}
+    config: JSONObject = {"numeric": 2}
+    with pytest.raises(Conflicts) as e:
+        updater.apply(live, config, "v2", managers, "new", False, _renaming)
+    assert e.value.conflicts == [Conflict("old", (fp.field("number"),))]
+    merged, after = updater.apply(live, config, "v2", managers, "new", True, _renaming)
+    assert merged == {"numeric": 2, "string": "a"}
+    assert set(after) == {"new"}  # "old" lost its field, "gone" its version
+    # without a converter the sets are compared as they are (one shape): no conflict
+    _, plain = updater.apply(live, config, "v2", managers, "new", False)
+    assert set(plain) == {"new", "old", "gone"}
+
+
+def test_an_applier_changing_version_prunes_in_its_last_version() -> None:
+    """update.go prune: what the applier applied last (in v1, `number`) and no longer applies
+    (in v2, where the field is `numeric`) is removed in v1's terms; what it applies again and
+    what another manager owns stay."""
+    updater = Updater(LEAF)
+    managers: ManagedFields = {
+        "a": VersionedSet(FieldSet.of((fp.field("number"),)), "v1", True),
+    }
+    live: JSONObject = {"numeric": 1, "string": "x"}
+    merged, after = updater.apply(live, {"string": "y"}, "v2", managers, "a", False, _renaming)
+    assert merged == {"string": "y"}
+    assert set(after) == {"a"}
+    kept = {**managers, "b": VersionedSet(FieldSet.of((fp.field("numeric"),)), "v2", False)}
+    merged, _ = updater.apply(live, {"string": "y"}, "v2", kept, "a", False, _renaming)
+    assert merged == {"numeric": 1, "string": "y"}

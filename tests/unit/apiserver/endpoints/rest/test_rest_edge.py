@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from apiserver.authorization import modes
 from apiserver.endpoints.rest import (
     authorization,
     discovery,
@@ -30,8 +31,11 @@ from kemu.machinery.jsonvalue import JSON
 from kemu.machinery.kinds import BY_RESOURCE, KINDS, Served
 from kemu.machinery.runtime_config import RuntimeConfig
 from kemu.machinery.usage import CPU_USAGE_ANNOTATION
+from kemu.machinery.user import UserInfo
 from kemu.testing.builders import make_pod
 
+_USER = UserInfo("jane", ("system:authenticated",))
+_ALLOW = modes.build(modes.DEFAULT_MODES, {})
 API_ALL = RuntimeConfig.parse(["api/all=true"])
 """Every group version on: what is served is then the version's and the gates'."""
 
@@ -62,7 +66,7 @@ def test_discovery_lists_every_kind_once_per_version_with_subresources() -> None
             doc = _served(discovery.resource_list(group, version))
             assert doc is not None
             names += [r["name"] for r in doc["resources"] if "/" not in r["name"]]
-    others = [r.resource for r in discovery.OTHER_RESOURCES]
+    others = [r.resource for r in discovery.OTHER_RESOURCES if r.served_at(37)]
     per_version = [k.resource for k in KINDS for _ in k.api_versions_at(37)]
     assert sorted(names) == sorted(per_version + others)
     core = _served(discovery.resource_list("", "v1"))
@@ -82,7 +86,12 @@ def test_discovery_lists_the_other_resources_in_their_group_versions() -> None:
     doc = _served(discovery.resource_list("authorization.k8s.io", "v1"))
     assert doc is not None
     verbs = {r["name"]: r["verbs"] for r in doc["resources"]}
-    assert verbs == {"selfsubjectaccessreviews": ["create"], "selfsubjectrulesreviews": ["create"]}
+    assert verbs == {
+        "selfsubjectaccessreviews": ["create"],
+        "selfsubjectrulesreviews": ["create"],
+        "subjectaccessreviews": ["create"],
+        "localsubjectaccessreviews": ["create"],
+    }
     metrics = _served(discovery.resource_list("metrics.k8s.io", "v1beta1"))
     assert metrics is not None
     assert {(r["name"], r["kind"], r["namespaced"]) for r in metrics["resources"]} == {
@@ -106,12 +115,12 @@ def test_other_paths_name_their_resource_namespace_and_name() -> None:
 def test_self_subject_access_review_is_allowed_and_echoes_its_spec() -> None:
     r = discovery.SELF_SUBJECT_ACCESS_REVIEWS
     spec = {"resourceAttributes": {"verb": "create", "resource": "pods", "namespace": "ns"}}
-    answer = authorization.access_review({"spec": spec, "metadata": {"name": ""}}, r)
+    answer = authorization.access_review({"spec": spec, "metadata": {"name": ""}}, r, _USER, _ALLOW)
     assert answer["kind"] == "SelfSubjectAccessReview"
     assert answer["apiVersion"] == "authorization.k8s.io/v1"
     assert answer["spec"] == spec and answer["status"] == {"allowed": True}
     url = {"nonResourceAttributes": {"path": "/logs", "verb": "get"}}
-    assert authorization.access_review({"spec": url}, r)["status"]["allowed"] is True
+    assert authorization.access_review({"spec": url}, r, _USER, _ALLOW)["status"]["allowed"] is True
 
 
 @pytest.mark.parametrize(
@@ -127,7 +136,7 @@ def test_self_subject_access_review_is_allowed_and_echoes_its_spec() -> None:
 )
 def test_self_subject_access_review_is_validated_as_upstream(body: object, field: str) -> None:
     with pytest.raises(Invalid) as e:
-        authorization.access_review(body, discovery.SELF_SUBJECT_ACCESS_REVIEWS)
+        authorization.access_review(body, discovery.SELF_SUBJECT_ACCESS_REVIEWS, _USER, _ALLOW)
     assert [c.field for c in e.value.causes] == [field]
 
 
@@ -140,19 +149,21 @@ def test_self_subject_access_review_refuses_another_kind_or_shape() -> None:
     ]
     for body in bodies:
         with pytest.raises(BadRequest):
-            authorization.access_review(body, r)
+            authorization.access_review(body, r, _USER, _ALLOW)
 
 
 def test_self_subject_rules_review_allows_everything_in_a_namespace() -> None:
     r = discovery.SELF_SUBJECT_RULES_REVIEWS
-    status = authorization.rules_review({"spec": {"namespace": "default"}}, r)["status"]
+    status = authorization.rules_review({"spec": {"namespace": "default"}}, r, _USER, _ALLOW)[
+        "status"
+    ]
     assert status == {
         "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
         "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
         "incomplete": False,
     }
     with pytest.raises(BadRequest, match="no namespace on request"):
-        authorization.rules_review({"spec": {}}, r)
+        authorization.rules_review({"spec": {}}, r, _USER, _ALLOW)
 
 
 def test_protobuf_self_subject_access_review_as_kubectl_auth_can_i_sends_it() -> None:
@@ -167,7 +178,9 @@ def test_protobuf_self_subject_access_review_as_kubectl_auth_can_i_sends_it() ->
     assert decoded["spec"] == {
         "resourceAttributes": {"namespace": "ns", "verb": "create", "resource": "pods"}
     }
-    answer = authorization.access_review(decoded, discovery.SELF_SUBJECT_ACCESS_REVIEWS)
+    answer = authorization.access_review(
+        decoded, discovery.SELF_SUBJECT_ACCESS_REVIEWS, _USER, _ALLOW
+    )
     assert answer["status"]["allowed"] is True
 
 

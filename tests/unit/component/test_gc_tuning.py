@@ -1,4 +1,4 @@
-"""The scheduler process's garbage-collector tuning (scheduler.app.tune_gc)."""
+"""The garbage-collector tuning of the scheduler and apiserver processes (kemu.component.gc_tuning)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from scheduler.app import GC_THRESHOLDS, tune_gc
+from kemu.component.gc_tuning import GC_THRESHOLDS, tune_gc
 
 
 @pytest.fixture
