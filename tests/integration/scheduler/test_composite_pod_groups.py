@@ -24,6 +24,7 @@ from kemu.component.featuregate import (
 )
 from kemu.testing import Cluster
 from kemu.testing.builders import make_gang_pod_group, make_node
+from kemu.testing.eventually import eventually
 from kemu.testing.scenarios import SCENARIO_LABEL, Scenario
 from tests.integration.scheduler.profile_schedulers import start_profile_scheduler
 
@@ -171,8 +172,14 @@ async def test_s_pg_cpg_1_gang_of_two_child_gangs_is_all_or_nothing(cluster: Clu
             return all(c is not None and c[:2] == ("True", "Scheduled") for c in states)
 
         assert await s.eventually(scheduled)
-    after = cpg_attempts(cluster)
-    assert after.get("scheduled", 0) - before.get("scheduled", 0) == 1
+
+    # (the attempt is counted once its conditions are written, which the test may see first)
+    def counted() -> dict[str, float]:
+        after = cpg_attempts(cluster)
+        assert after.get("scheduled", 0) - before.get("scheduled", 0) == 1, after
+        return after
+
+    after = await eventually(counted, timeout=10)
     assert after.get("unschedulable", 0) - before.get("unschedulable", 0) >= 1
 
 
