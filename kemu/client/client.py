@@ -283,7 +283,7 @@ class Client:
         limits: ClientLimits | None = None,
         latency: CallDelay | None = None,
         user: UserInfo | None = None,
-        transport: Transport = Transport.UNARY,
+        transport: Transport = Transport.STREAM,
         tls: ClientTLS | None = None,
         credentials: TokenSource | None = None,
     ) -> None:
@@ -298,9 +298,9 @@ class Client:
         several addresses raises ServerAddressError (a ValueError) naming --server. `user`: the
         user every call and watch claims (kemu.machinery.user: a kubelet's node; None: the
         apiserver names the user from `user_agent`). `transport`: how the Api's unary calls
-        travel (kemu.client.call_stream: one gRPC call each, the default, or frames on the
-        channel's one Calls stream: docs/research/streams.md says why it is not the default
-        yet); the clock's calls, the
+        travel (kemu.client.call_stream: frames on the channel's one Calls stream, the
+        default, as client-go's requests share one HTTP/2 connection; or one gRPC call each:
+        docs/research/streams.md); the clock's calls, the
         watches and a `one_attempt` view's calls are unary either way, and a server without
         the stream gets unary calls. With `wait_for_server=False` the stream is opened
         without waiting for the server, so a call fails at once when nothing answers, as a

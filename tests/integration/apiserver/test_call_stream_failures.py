@@ -178,19 +178,23 @@ BURST = 240
 IN_FLIGHT = 16
 
 
-# (unary only: on the stream a create written onto the dead stream before its reader saw the
-# end can fail Unavailable, 5 of 240 in one CI run; docs/research/streams.md, "What is built")
-@pytest.mark.parametrize("transport", [Transport.UNARY], ids=str)
+@TRANSPORTS
 async def test_creates_made_after_the_apiserver_was_killed_mid_burst_are_made_once_on_the_new_one(
     kemu_cluster_factory: Callable[[], Cluster], transport: Transport
 ) -> None:
     """A burst of creates, 16 in flight, across an apiserver SIGKILLed and restarted while the
     client's event loop is blocked (the synchronous kill and restart of the chaos tests): gRPC
-    sees the connection end in its own threads before the client does. A create made after
-    the kill never reached the dead apiserver: it is made on the new one (the unary path's
-    transparent retry; the stream sends the frames that never left again). One under way at
+    sees the connection end in its own threads before the client does. A create under way at
     the kill fails Unavailable (it may have been made: a create is not retried) or was made;
-    every create answered is stored."""
+    every create answered is stored, none twice.
+
+    Unary: a create made after the kill never reached the dead apiserver and is made on the
+    new one (gRPC's transparent retry starts it on a new connection). The stream: a create
+    written onto the dead stream before its reader saw the end may have been taken by the
+    connection (the write succeeded), so it fails Unavailable as one under way, as client-go
+    fails a write on an HTTP/2 connection that was lost (rest/request.go: "We are not
+    automatically retrying "write" operations"); each of the 16 creators loses at most that
+    one beside its call under way, since its next create goes on a new stream."""
     cluster = kemu_cluster_factory()
     cluster.start_etcd()
     cluster.start_apiserver()
@@ -224,8 +228,12 @@ async def test_creates_made_after_the_apiserver_was_killed_mid_burst_are_made_on
             killed = True
         assert len(outcomes) == BURST
         failed = {n for n, kind in outcomes.items() if kind != "Pod"}
-        assert not failed & after_kill, sorted(failed & after_kill)
-        assert len(failed) <= IN_FLIGHT, sorted(failed)
+        if transport is Transport.UNARY:
+            assert not failed & after_kill, sorted(failed & after_kill)
+            assert len(failed) <= IN_FLIGHT, sorted(failed)
+        else:
+            assert len(failed) <= 2 * IN_FLIGHT, sorted(failed)
+            assert len(failed & after_kill) <= IN_FLIGHT, sorted(failed & after_kill)
         assert len(after_kill) >= BURST // 2  # (the kill was mid-burst)
         stored = set(await _pods(client, ns))
         assert {n for n, kind in outcomes.items() if kind == "Pod"} <= stored <= set(outcomes)
