@@ -1927,9 +1927,12 @@ CLAIM_CONTROLLERS: Final = ("resourceclaim-controller", "garbagecollector")
 
 def needs_claim_controller(workload: Workload) -> bool:
     """Whether the workload's control plane runs the resourceclaim controller: upstream's
-    does when the DynamicResourceAllocation gate is on (kemu: when the workload sets it, and
-    a pod or PodGroup of its ops names a ResourceClaimTemplate)."""
-    if not workload.feature_gates.get(DYNAMIC_RESOURCE_ALLOCATION):
+    does when the DynamicResourceAllocation gate is on (set by the workload, or on by default
+    at its emulated version: GA from 1.34, where upstream's dra/ file no longer sets it), and
+    kemu's only when a pod or PodGroup of its ops names a ResourceClaimTemplate."""
+    version = parse_emulated_version(workload.emulated_version or str(DEFAULT_VERSION))
+    gates = FeatureGates.for_version(version, dict(workload.feature_gates))
+    if not gates.enabled(DYNAMIC_RESOURCE_ALLOCATION):
         return False
     for op in workload.ops:
         if isinstance(op, CreatePods):
