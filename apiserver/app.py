@@ -86,6 +86,7 @@ from kemu.machinery.errors import (
     ApiError,
     Conflict,
     InternalError,
+    Invalid,
     NotFound,
     Unavailable,
 )
@@ -495,8 +496,14 @@ async def _bootstrap_kubernetes_service(
                 try:
                     await registry.create(obj)
                     return
-                except AlreadyExists:
-                    raw = await registry.get_bytes(kind_of(obj), meta.namespace, meta.name)
+                except (AlreadyExists, Invalid) as e:
+                    # (another apiserver of the cluster made it meanwhile: the store refuses
+                    # the second create, or first the ClusterIP allocator, which sees the
+                    # other's Service holding the IP: "provided IP is already allocated")
+                    try:
+                        raw = await registry.get_bytes(kind_of(obj), meta.namespace, meta.name)
+                    except NotFound:
+                        raise e from None
             if isinstance(obj, types_pb2.Service):
                 return
             # (an Object envelope, the kind's field set)
