@@ -25,7 +25,7 @@ from __future__ import annotations
 import uuid
 from collections import defaultdict
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 
 import anyio
@@ -89,6 +89,18 @@ class Activity:
             self.calls.add(identity, call)
         else:
             self.outside += 1
+        with self._serving(identity):
+            yield
+
+    def own_work(self) -> AbstractContextManager[None]:
+        """Around a pass of the apiserver's own periodic work, woken by its clock: served as
+        a request is (the cluster is not quiescent while it runs), and idle while it waits on
+        a timer of the clock (`parked`, counted under OWN_WORK)."""
+        return self._serving(OWN_WORK)
+
+    @contextmanager
+    def _serving(self, identity: str) -> Iterator[None]:
+        """Counted among the requests being served, as `identity`'s (`parked` reads it)."""
         self.requests += 1
         self._bump()
         serving = _SERVING.set(identity)
@@ -100,24 +112,9 @@ class Activity:
             self._bump()
 
     @contextmanager
-    def own_work(self) -> Iterator[None]:
-        """Around a pass of the apiserver's own periodic work, woken by its clock: served as
-        a request is (the cluster is not quiescent while it runs), and idle while it waits on
-        a timer of the clock (`parked`, counted under OWN_WORK)."""
-        self.requests += 1
-        self._bump()
-        serving = _SERVING.set(OWN_WORK)
-        try:
-            yield
-        finally:
-            _SERVING.reset(serving)
-            self.requests -= 1
-            self._bump()
-
-    @contextmanager
     def parked(self) -> Iterator[bool]:
         """Around a wait on a timer of the apiserver's clock within the request being served
-        or the apiserver's own work (neither: work outside both, nothing counted); yields whether to wait at all:
+        or the apiserver's own work (neither: nothing counted); yields whether to wait at all:
         not for a request from outside the clock's sessions (a driver's, a test's, kemuctl's),
         which a driver makes at a held instant and which would otherwise wait for a clock
         that only moves once it has its answer."""
