@@ -314,9 +314,14 @@ class ManagedProcess:
         return code
 
     def pause(self) -> None:
-        """SIGSTOP the process group (a frozen process: it keeps its sockets, does nothing)."""
+        """SIGSTOP the process group (a frozen process: it keeps its sockets, does nothing),
+        returning once every thread of the group has stopped: the signal is delivered
+        asynchronously, and until the thread chosen for it runs, the others go on (a loaded
+        machine once let a paused etcd serve a transaction after pause() had returned)."""
         if self._popen is not None and self._popen.poll() is None:
             _signal_group(self._popen.pid, signal.SIGSTOP)
+            if not _wait_group_stopped(self._popen.pid, PAUSE_TIMEOUT):
+                raise RuntimeError(f"{self.name} did not stop within {PAUSE_TIMEOUT:g}s of SIGSTOP")
 
     def resume(self) -> None:
         """SIGCONT the process group after `pause`."""
@@ -335,6 +340,8 @@ class ManagedProcess:
         self.stopped_deliberately = True
         if self._popen.poll() is None:
             _signal_group(self._popen.pid, signal.SIGTERM)
+            # (a paused group gets the SIGTERM only once it runs again, as systemd's stop does)
+            _signal_group(self._popen.pid, signal.SIGCONT)
             try:
                 self._popen.wait(timeout)
             except subprocess.TimeoutExpired:
@@ -389,6 +396,63 @@ class ManagedProcess:
 # ---------------------------------------------------------------------- leak protection
 
 _live: set[ManagedProcess] = set()
+
+
+PAUSE_TIMEOUT: Final = 10.0
+"""How long `pause` waits for a process group to stop after SIGSTOP."""
+
+_STOPPED_STATES: Final = frozenset("TtZX")
+"""Thread states (/proc/<pid>/task/<tid>/stat) that run no code: stopped (by a signal or a
+tracer), zombie, dead."""
+
+
+def _wait_group_stopped(pgid: int, timeout: float) -> bool:
+    """Waits until no thread of a process in group `pgid` can run; False at `timeout`. True at
+    once where there is no /proc to tell."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return True
+    deadline = time.monotonic() + timeout
+    while True:
+        if all(_threads_stopped(pid) for pid in _group_members(proc, pgid)):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.001)
+
+
+def _group_members(proc: Path, pgid: int) -> list[int]:
+    members = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        fields = _stat_fields(entry / "stat")
+        # (after "pid (comm)": state, ppid, pgrp)
+        if fields is not None and len(fields) > 2 and fields[2] == str(pgid):
+            members.append(int(entry.name))
+    return members
+
+
+def _threads_stopped(pid: int) -> bool:
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return True  # gone
+    for task in tasks:
+        fields = _stat_fields(task / "stat")
+        if fields is not None and fields[0] not in _STOPPED_STATES:
+            return False
+    return True
+
+
+def _stat_fields(path: Path) -> list[str] | None:
+    """The fields of a /proc stat file after its "pid (comm)" (comm may hold spaces and
+    parentheses: it ends at the last ")"); None when the process or thread is gone."""
+    try:
+        text = path.read_text()
+    except OSError:
+        return None
+    return text[text.rfind(")") + 2 :].split()
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:

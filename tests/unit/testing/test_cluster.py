@@ -198,3 +198,39 @@ def test_every_component_is_given_a_wall_clock_skew_file_the_cluster_writes(tmp_
         assert skew.seconds() == 0.0
         with pytest.raises(ValueError, match="'nothing' is not a kemu component"):
             cluster.skew_clock("nothing", 1.0)
+
+
+def _thread_states(pid: int) -> dict[int, str]:
+    """The state letter of each thread of `pid` (/proc/<pid>/task/<tid>/stat)."""
+    states = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        stat = (task / "stat").read_text()
+        states[int(task.name)] = stat.rsplit(")", 1)[1].split()[0]
+    return states
+
+
+def test_pause_returns_once_every_thread_of_the_group_has_stopped(tmp_path):
+    """SIGSTOP is delivered asynchronously: pause() returns only when no thread of the group
+    (etcd's many Go threads; a component and the child in its group) can run any more, and
+    resume() lets them run again."""
+    with Cluster(tmp_path) as cluster:
+        etcd = cluster.start_etcd()
+        parent = cluster.start_component(STANDIN, "parent", ["--spawn-child"])
+        child_pid = int(
+            eventually_sync(
+                lambda: [line for line in parent.logs().splitlines() if "child pid" in line]
+            )[0].split()[-1]
+        )
+        assert etcd.pid is not None and parent.pid is not None
+        assert len(_thread_states(etcd.pid)) > 1
+        for name, pids in (("etcd", [etcd.pid]), ("parent", [parent.pid, child_pid])):
+            cluster.pause(name)
+            states = {pid: _thread_states(pid) for pid in pids}
+            assert all(set(s.values()) <= {"T"} for s in states.values()), states
+            cluster.resume(name)
+
+            def running(pids: list[int] = pids) -> bool:
+                return all("T" not in _thread_states(p).values() for p in pids)
+
+            eventually_sync(running, timeout=5)
+        assert http_get(parent.readyz_url)[0] == 200
