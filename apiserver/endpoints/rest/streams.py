@@ -38,8 +38,9 @@ for the kubelet:
 
 Before any upgrade the request is checked as upstream: the pod (404), the container (400
 `container x is not valid for pod p`, or the choice among several), a pod not bound or not
-running (400). Nothing waits: the connection is answered and closed at once, and a client that
-sends stdin is not read (its bytes are dropped by the close).
+running (400). Nothing runs: a WebSocket exec or attach is answered once its client answers a
+PING (its read loop is up: _client_reading), a SPDY one once its streams are open, and closed;
+a client that sends stdin is not read (its bytes are dropped by the close).
 """
 
 from __future__ import annotations
@@ -97,6 +98,10 @@ EXIT_CANNOT_EXECUTE: Final = 126
 
 _CLOSE_TIMEOUT: Final = 2.0
 """Seconds the close handshake may take before the connection is dropped."""
+READER_WAIT: Final = 2.0
+"""Seconds a WebSocket exec or attach waits for the client's pong before it answers anyway
+(_client_reading)."""
+_READER_PING: Final = b"kemu"
 _SPDY_STREAM_CREATION_TIMEOUT: Final = 30.0
 """Seconds a SPDY exec or attach waits for kubectl's streams (the kubelet's
 streamCreationTimeout default, DefaultStreamCreationTimeout)."""
@@ -172,9 +177,10 @@ async def serve(
         return await _port_forward(request, pod)
     command = _command(request, subresource)
     action = _action(command, subresource)
-    ws = web.WebSocketResponse(protocols=CHANNEL_PROTOCOLS, timeout=_CLOSE_TIMEOUT)
+    ws = web.WebSocketResponse(protocols=CHANNEL_PROTOCOLS, timeout=_CLOSE_TIMEOUT, autoping=False)
     await ws.prepare(request)
     protocol = ws.ws_protocol or ""
+    await _client_reading(ws)
     await ws.send_bytes(bytes([STDERR]) + no_process_line(pod, container, action).encode())
     status = exit_status(command or [subresource], EXIT_CANNOT_EXECUTE)
     if protocol in _STATUS_PROTOCOLS:
@@ -184,6 +190,33 @@ async def serve(
     await ws.send_bytes(bytes([ERROR]) + error)
     await ws.close()
     return ws
+
+
+async def _client_reading(ws: web.WebSocketResponse) -> None:
+    """Returns once the client answers a PING (or after READER_WAIT, or when it goes away).
+
+    client-go's WebSocket executor (tools/remotecommand/websocket.go, kubectl 1.32's exec and
+    attach) starts its read loop and creates its streams in two goroutines at once, and its
+    read loop discards a message for a stream not created yet ("Unknown stream id %d,
+    discarding message"): answering at once, as nothing here runs a command, sometimes lost
+    the stderr line or the exit Status (kubectl then exited 0). The client's pong is sent by
+    that read loop, so once it comes the client has been reading for a network round trip,
+    and its streams, made in memory right after the loop started, are there. (A real
+    container's command answers later than that.) A ping from the client meanwhile is
+    answered; a data frame (stdin) is dropped, as the docstring above says."""
+    await ws.ping(_READER_PING)
+    with anyio.move_on_after(READER_WAIT):
+        while True:
+            message = await ws.receive()
+            if message.type is WSMsgType.PONG:
+                return
+            if message.type is WSMsgType.PING:
+                await ws.pong(message.data)
+            elif message.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED):
+                return
+            elif message.type is WSMsgType.ERROR:
+                return
+    logger.info("no pong from the exec or attach client within %gs: answering", READER_WAIT)
 
 
 def _command(request: web.BaseRequest, subresource: str) -> list[str]:

@@ -18,11 +18,13 @@ import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 
+import aiohttp
 import pytest
 from kubernetes import client as k8s
 from kubernetes import config
 from kubernetes.stream import portforward
 
+from apiserver.endpoints.rest.streams import ERROR, READER_WAIT, STDERR, V5
 from kemu.testing.cluster import Cluster
 from kemu.testing.ports import free_port
 from tests.integration.cli.kubectl_env import KUBECTL, Kubectl
@@ -119,6 +121,50 @@ def test_s_api_exec_1_exec_answers_with_an_exit_code_and_a_line(
     assert proc.returncode == 126, (proc.returncode, proc.stderr)
     assert "is simulated and runs no process" in proc.stderr
     assert "command terminated with exit code 126" in proc.stderr
+
+
+@pytest.mark.anyio
+async def test_s_api_exec_1b_exec_answers_once_the_client_reads(
+    cluster: Cluster, running: tuple[str, str]
+) -> None:
+    """S-API-EXEC-1: a WebSocket exec is answered once its client answers a PING, so that
+    kubectl's read loop, which drops a message for a stream it has not created yet, has made
+    its streams (kemu answers without running anything; a flake of the README walk lost the
+    exit Status): nothing comes before the pong, the stderr line and the Status after it, and
+    a client that never answers the ping is answered after READER_WAIT anyway."""
+    ns, name = running
+    url = (
+        f"{cluster.rest_url}/api/v1/namespaces/{ns}/pods/{name}/exec"
+        "?command=ls&stdout=true&stderr=true"
+    )
+
+    async def exec_frames(pong: bool) -> tuple[float, list[bytes]]:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.ws_connect(url, protocols=(V5,), autoping=False) as ws,
+        ):
+            assert ws.protocol == V5
+            first = await ws.receive(timeout=10)
+            assert first.type is aiohttp.WSMsgType.PING, first
+            began = time.monotonic()
+            if pong:
+                with pytest.raises(TimeoutError):  # (a bounded window: nothing yet)
+                    await ws.receive(timeout=0.5)
+                await ws.pong(first.data)
+            frames = []
+            while (message := await ws.receive(timeout=10)).type is aiohttp.WSMsgType.BINARY:
+                frames.append(message.data)
+            assert message.type is aiohttp.WSMsgType.CLOSE, message
+            return time.monotonic() - began, frames
+
+    _, frames = await exec_frames(pong=True)
+    assert [f[0] for f in frames] == [STDERR, ERROR]
+    assert b"is simulated and runs no process" in frames[0]
+    status = json.loads(frames[1][1:])
+    assert status["reason"] == "NonZeroExitCode", status
+    waited, frames = await exec_frames(pong=False)
+    assert [f[0] for f in frames] == [STDERR, ERROR]
+    assert waited >= READER_WAIT * 0.9, waited
 
 
 def test_s_api_exec_2_attach_and_cp_answer_likewise(
