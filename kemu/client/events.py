@@ -20,6 +20,16 @@ writes reportingController and reportingInstance "<controller>-<hostname>" and n
 deprecatedSource, so its core/v1 view has an empty `source` (kubectl describe's From then shows
 reportingController, `get events -o wide` "default-scheduler, default-scheduler-<host>").
 
+A core/v1 recorder lets each source (component and host) record at most SPAM_BURST events about
+one object, then one more every 1/SPAM_QPS seconds, as upstream's EventCorrelator does with its
+EventSourceObjectSpamFilter (client-go tools/record/events_cache.go: a token bucket per source
+and object, burst 25, one token every 5 minutes): a component that reports the same pods on
+every loop (cluster-autoscaler's NotTriggerScaleUp each scan) neither fills the queue, dropping
+its other events, nor writes a PATCH a pod a loop. (Upstream filters in the broadcaster's sink
+goroutine, behind a queue that such events leave at once; the filter here, before the queue,
+keeps the same events.) events.k8s.io/v1's recorder (client-go tools/events) has no such
+filter.
+
 `for_component(name)` gives a recorder that reports as another component through
 the same queue and writers: the scheduler's profiles each report as their schedulerName, as
 upstream's per-profile recorders do. An event may name a `related` object (upstream's
@@ -51,6 +61,10 @@ from kemu.machinery.kinds import kind_of
 logger = logging.getLogger(__name__)
 
 _CACHE_SIZE: Final = 4096
+SPAM_BURST: Final = 25
+"""Events one source may record about one object at once (client-go defaultSpamBurst)."""
+SPAM_QPS: Final = 1.0 / 300.0
+"""Then one more every 5 minutes (defaultSpamQPS)."""
 _NAME_ATTEMPTS: Final = 8
 DEFAULT_WRITERS: Final = 32
 _WRITER_BUFFER: Final = 16  # a writer's own queue: a slow one holds up the main queue's next
@@ -118,8 +132,14 @@ class EventRecorder:
             OrderedDict()
         )
         self.dropped = 0
+        self._spam = _SpamFilter() if api is EventApi.CORE_V1 else None
         self._seq = itertools.count()
         self._writers = writers
+
+    @property
+    def skipped(self) -> int:
+        """Events the spam filter kept out of the queue."""
+        return self._spam.skipped if self._spam is not None else 0
 
     def instance_of(self, component: str) -> str:
         """The reportingInstance of `component`'s events through this recorder."""
@@ -156,14 +176,21 @@ class EventRecorder:
         component: str,
         instance: str,
     ) -> None:
+        involved = object_reference(obj)
+        now = self._clock.now()
+        if self._spam is not None and not self._spam.allow(
+            (component, instance, involved.kind, involved.namespace, involved.name, involved.uid),
+            now,
+        ):
+            return
         pending = _Pending(
-            object_reference(obj),
+            involved,
             object_reference(related) if related is not None else None,
             event_type,
             reason,
             action,
             message,
-            self._clock.now(),
+            now,
             component,
             instance,
             next(self._seq),
@@ -266,6 +293,28 @@ class EventRecorder:
         self._seen[key] = (namespace, created.metadata.name, 1)
         if len(self._seen) > _CACHE_SIZE:
             self._seen.popitem(last=False)
+
+
+class _SpamFilter:
+    """A token bucket per source and object (the spam key of client-go's
+    EventSourceObjectSpamFilter: source component and host, the object's kind, namespace,
+    name and uid), the least recently used dropped past _CACHE_SIZE keys (its LRU cache)."""
+
+    def __init__(self) -> None:
+        self._buckets: OrderedDict[tuple[str, ...], tuple[float, float]] = OrderedDict()
+        self.skipped = 0
+
+    def allow(self, key: tuple[str, ...], now: float) -> bool:
+        tokens, last = self._buckets.get(key, (float(SPAM_BURST), now))
+        tokens = min(float(SPAM_BURST), tokens + max(now - last, 0.0) * SPAM_QPS)
+        allowed = tokens >= 1.0
+        self._buckets[key] = (tokens - 1.0 if allowed else tokens, now)
+        self._buckets.move_to_end(key)
+        if len(self._buckets) > _CACHE_SIZE:
+            self._buckets.popitem(last=False)
+        if not allowed:
+            self.skipped += 1
+        return allowed
 
 
 def _iso(seconds: float) -> str:

@@ -66,6 +66,17 @@ def run_chromium(browser: str, profile: Path, *args: str) -> subprocess.Complete
     return done
 
 
+def _scale_down_events_dropped(root: Path) -> bool:
+    """Whether the run's autoscaler dropped a ScaleDown Event from its full queue (logged), as
+    upstream's recorder does (client-go's broadcaster: DropIfChannelFull): the chaos profile's
+    0.5 s scans report each unschedulable pod twice a second, through an events client held to
+    client-go's 5 requests a second, and a node so removed has no Event to draw."""
+    return any(
+        "dropping event ScaleDown" in log.read_text(errors="replace")
+        for log in root.rglob("autoscaler*.log")
+    )
+
+
 @pytest.mark.timeout(600)
 def test_the_chaos_picture_in_chromium_draws_what_the_run_did(
     tmp_path: Path, rng: SeededRandom
@@ -95,7 +106,8 @@ def test_the_chaos_picture_in_chromium_draws_what_the_run_did(
     assert len(churn) == len(set(churn)) == report["pods_ever_bound"] > 0
     assert run.markers["fault"] == report["faults"] >= 15
     assert run.markers["scale-up"] >= (scaling["scale_ups"] > 0)
-    assert run.markers["scale-down"] >= (scaling["nodes_deleted"] > 0)
+    if not _scale_down_events_dropped(tmp_path / "run"):
+        assert run.markers["scale-down"] >= (scaling["nodes_deleted"] > 0)
     assert set(run.victims) <= set(run.bars)
     told = [str(st[0]) for st in run.stories if st[0] in run.victims and st[4] != -1]
     if told:  # a victim whose Preempted event named its preemptor: almost every run has one

@@ -193,6 +193,47 @@ async def test_one_objects_events_are_written_in_order_and_repeats_counted_once(
     assert failed.metadata.name < scheduled.metadata.name  # named in the order recorded
 
 
+async def test_a_source_records_at_most_25_events_about_an_object_then_one_every_5_minutes() -> (
+    None
+):
+    """client-go's EventSourceObjectSpamFilter (tools/record/events_cache.go): a token bucket
+    per source and object, burst 25, refilled by one every 300 s. A second object's events and
+    another source's are their own; events.k8s.io/v1's recorder has no such filter."""
+    client = FakeClient()
+    clock = FakeClock()
+    p, q = make_pod("p").namespace("ns").uid("uid-p").obj(), make_pod("q").namespace("ns").obj()
+    recorder = EventRecorder(client, "cluster-autoscaler", clock=clock)
+    kubelet = recorder.for_component("kubelet")
+    for i in range(30):
+        recorder.event(p, EVENT_NORMAL, "NotTriggerScaleUp", "", f"pod didn't fit {i}")
+    recorder.event(q, EVENT_NORMAL, "NotTriggerScaleUp", "", "pod didn't fit")
+    kubelet.event(p, EVENT_NORMAL, "Pulled", "", "image present")
+    assert recorder.skipped == 5
+    clock.advance(299)
+    recorder.event(p, EVENT_NORMAL, "ScaleDown", "", "still throttled")
+    clock.advance(2)  # (a token after 300 s)
+    recorder.event(p, EVENT_NORMAL, "ScaleDown", "", "one more")
+    recorder.event(p, EVENT_NORMAL, "ScaleDown", "", "and no more")
+    assert recorder.skipped == 7
+    async with anyio.create_task_group() as tg:
+        await tg.start(recorder.run)
+
+        async def written() -> list[tuple[str, str]]:
+            events = (await client.list(types_pb2.Event, "ns")).items
+            assert len(events) == 28
+            return sorted((e.involved_object.name, e.message) for e in events)
+
+        seen = await eventually(written, timeout=5)
+        tg.cancel_scope.cancel()
+    assert seen.count(("p", "one more")) == 1 and ("p", "still throttled") not in seen
+    assert sum(1 for name, _ in seen if name == "p") == 27  # 25 + the kubelet's + one more
+
+    unfiltered = EventRecorder(FakeClient(), "default-scheduler", api=EventApi.EVENTS_V1)
+    for i in range(30):
+        unfiltered.event(p, EVENT_WARNING, "FailedScheduling", "Scheduling", f"0/{i} nodes")
+    assert unfiltered.skipped == 0 and unfiltered.dropped == 0
+
+
 def test_a_recorder_needs_a_writer() -> None:
     with pytest.raises(ValueError, match="writers must be at least 1, not 0"):
         EventRecorder(FakeClient(), "x", writers=0)
