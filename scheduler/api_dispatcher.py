@@ -439,6 +439,17 @@ class DispatchedBinds:
     async def update_status(self, obj: _Obj) -> _Obj:
         return await self._client.update_status(obj)
 
+    async def patch(
+        self,
+        kind: type[_Obj],
+        name: str,
+        patch: Mapping[str, object] | str,
+        namespace: str = "",
+        *,
+        subresource: str = "",
+    ) -> _Obj:
+        return await self._client.patch(kind, name, patch, namespace, subresource=subresource)
+
     async def get(self, kind: type[_Obj], name: str, namespace: str = "") -> _Obj:
         return await self._client.get(kind, name, namespace)
 

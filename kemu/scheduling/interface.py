@@ -785,6 +785,19 @@ class SchedulingApi(Protocol):
         """PUT of the object's status subresource (DynamicResources' claims)."""
         ...
 
+    async def patch(
+        self,
+        kind: type[_Obj],
+        name: str,
+        patch: Mapping[str, object] | str,
+        namespace: str = "",
+        *,
+        subresource: str = "",
+    ) -> _Obj:
+        """A JSON merge patch (DynamicResources' pod extendedResourceClaimStatus, as
+        upstream's PatchPodStatus); a metadata.resourceVersion in it is a precondition."""
+        ...
+
     async def get(self, kind: type[_Obj], name: str, namespace: str = "") -> _Obj:
         """The stored object (NotFound when there is none)."""
         ...

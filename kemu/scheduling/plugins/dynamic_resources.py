@@ -76,6 +76,7 @@ from kemu.component.featuregate import (
 from kemu.component.pod_resources import pod_resources_options
 from kemu.component.version import Version
 from kemu.component.virtual_clock import take_step
+from kemu.machinery.convert import message_to_dict
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.keys import object_key
 from kemu.machinery.resourceclaim import (
@@ -1125,18 +1126,16 @@ class DynamicResources(
                         resource_name=r,
                         request_name=f"container-{i}-request-{j}",
                     )
-        current = pod
-        for _ in range(_CONFLICT_RETRIES):
-            updated = types_pb2.Pod()
-            updated.CopyFrom(current)
-            updated.status.extended_resource_claim_status.CopyFrom(status)
-            try:
-                await client.update_status(updated)
-                return
-            except Conflict:
-                current = await client.get(types_pb2.Pod, pod.metadata.name, pod.metadata.namespace)
-        raise ClaimNotReady(
-            f"update pod {object_key(pod)} extended resource claim status: conflict"
+        # A patch without a resourceVersion, as upstream's schedutil.PatchPodStatus
+        # (patchPodExtendedResourceClaimStatus): the scheduler's copy of the pod is older
+        # than the nomination it may have written at the start of PreBind (KEP-5278), and an
+        # update under its resourceVersion lost that race (a Conflict and a GET).
+        await client.patch(
+            types_pb2.Pod,
+            pod.metadata.name,
+            {"status": {"extendedResourceClaimStatus": message_to_dict(status)}},
+            pod.metadata.namespace,
+            subresource="status",
         )
 
     async def _bind_claim(
