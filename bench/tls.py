@@ -29,7 +29,7 @@ import aiohttp
 import anyio
 
 from apiserver.authorization.rbac import RBACAuthorizer
-from bench.common import cpu_seconds
+from bench.common import cpu_seconds, ratio
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.machinery import kubeconfig
@@ -348,9 +348,12 @@ def summary(rounds: Sequence[Round], kinds: Sequence[str]) -> list[str]:
     for over, under in (("tls", "plain"), ("rbac", "tls")):
         for kind in kinds:
             p, t = totals[under, kind], totals[over, kind]
+            # (a ratio is nan when its base measured no CPU: a run too short for the
+            # process's CPU clock, which counts in ticks of 10 ms)
             lines.append(
-                f"{over}/{under} {kind:8} apiserver x{t[0] / p[0]:.2f} ({t[0] - p[0]:+.0f} us), "
-                f"client x{t[1] / p[1]:.2f} ({t[1] - p[1]:+.0f} us), calls/s x{t[2] / p[2]:.2f}"
+                f"{over}/{under} {kind:8} apiserver x{ratio(t[0], p[0]):.2f} "
+                f"({t[0] - p[0]:+.0f} us), client x{ratio(t[1], p[1]):.2f} "
+                f"({t[1] - p[1]:+.0f} us), calls/s x{ratio(t[2], p[2]):.2f}"
             )
     return lines
 
