@@ -122,9 +122,16 @@ class DraManager:
     def get_claim(self, namespace: str, name: str) -> types_pb2.ResourceClaim | None:
         return self.claims.get(name, namespace)
 
-    def assume_claim_after_api_call(self, claim: types_pb2.ResourceClaim) -> None:
+    def assume_claim_after_api_call(self, claim: types_pb2.ResourceClaim) -> bool:
+        """Lays the API's answer over the informer's claim; False, and nothing assumed, when
+        the informer does not hold the claim yet (upstream's AssumeCache.Assume answers
+        ErrNotFound: a claim the scheduler has just created)."""
+        meta = claim.metadata
+        if self.claims.lister.get(meta.name, meta.namespace) is None:
+            return False
         self.claims.assume(claim, from_api=True)
-        self._claim_changed(claim.metadata.namespace, claim.metadata.name)
+        self._claim_changed(meta.namespace, meta.name)
+        return True
 
     def assumed_claim_restore(self, namespace: str, name: str) -> None:
         self.claims.restore(name, namespace)

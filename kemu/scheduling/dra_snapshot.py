@@ -252,7 +252,7 @@ class SimulationDraManager(DraManager):
     def get_claim(self, namespace: str, name: str) -> types_pb2.ResourceClaim | None:
         return self._dra.claim(namespace, name)
 
-    def assume_claim_after_api_call(self, claim: types_pb2.ResourceClaim) -> None:
+    def assume_claim_after_api_call(self, claim: types_pb2.ResourceClaim) -> bool:
         _never("AssumeClaimAfterAPICall")
 
     def assumed_claim_restore(self, namespace: str, name: str) -> None:

@@ -153,6 +153,9 @@ DEFAULT_BINDING_TIMEOUT_SECONDS: Final = 600  # config.DynamicResourcesBindingTi
 DEFAULT_FILTER_TIMEOUT_SECONDS: Final = 10  # config.DynamicResourcesFilterTimeoutDefault
 FIRST_AVAILABLE_MAX_SIZE: Final = 8  # resourceapi.FirstAvailableDeviceRequestMaxSize
 BINDING_POLL_INTERVAL: Final = 5.0  # upstream's PreBind polls the claims every 5 s
+# upstream's AssumeExtendedResourceTimeoutDefaultSeconds and bindClaim's poll period
+ASSUME_EXTENDED_CLAIM_TIMEOUT: Final = 120.0
+ASSUME_EXTENDED_CLAIM_POLL: Final = 1.0
 _CONFLICT_RETRIES: Final = 5
 
 # Upstream's statuses (the messages are user-visible: FailedScheduling events).
@@ -1097,18 +1100,32 @@ class DynamicResources(
         """The special claim created (with its finalizer), allocated and reserved, then the
         pod's status.extendedResourceClaimStatus written (upstream bindClaim's
         extended-resource steps)."""
+        # The devices stay in flight under the claim's uid in Reserve (the temporary one of
+        # the in-memory claim) until the created claim is in the informer with its allocation
+        # laid over it, as upstream bindClaim's deferred wait: else the next pods' cycles see
+        # them free between the create and the informer's event, and allocate them again.
+        in_flight = claim.metadata.uid
+        try:
+            written = await self._write_extended_claim(pod, s, claim, allocation)
+            await self._wait_for_claim_in_assume_cache(written)
+        finally:
+            self.manager.remove_claim_pending_allocation(in_flight)
+
+    async def _write_extended_claim(
+        self,
+        pod: types_pb2.Pod,
+        s: _State,
+        claim: types_pb2.ResourceClaim,
+        allocation: types_pb2.AllocationResult,
+    ) -> types_pb2.ResourceClaim:
         client = self.handle.client
-        temp_uid = claim.metadata.uid
         if claim.metadata.name == SPECIAL_CLAIM_NAME:
             new = types_pb2.ResourceClaim()
             new.metadata.CopyFrom(claim.metadata)
             new.metadata.name = ""
             new.metadata.uid = ""
             new.spec.CopyFrom(claim.spec)
-            try:
-                created = await client.create(new)
-            finally:
-                self.manager.remove_claim_pending_allocation(temp_uid)
+            created = await client.create(new)
             s.extended = created  # Unreserve deletes it from here on
         else:
             created = claim
@@ -1137,6 +1154,21 @@ class DynamicResources(
             pod.metadata.namespace,
             subresource="status",
         )
+        return written
+
+    async def _wait_for_claim_in_assume_cache(self, claim: types_pb2.ResourceClaim) -> None:
+        """Assumes the API's answer once the claims' informer holds the claim, looking at once
+        and then every ASSUME_EXTENDED_CLAIM_POLL for up to ASSUME_EXTENDED_CLAIM_TIMEOUT
+        (upstream's PollUntilContextTimeout over AssumeClaimAfterAPICall in bindClaim); after
+        that only logged, as upstream."""
+        clock = self.handle.clock
+        deadline = clock.monotonic() + ASSUME_EXTENDED_CLAIM_TIMEOUT
+        while not self.manager.assume_claim_after_api_call(claim):
+            remaining = deadline - clock.monotonic()
+            if remaining <= 0:
+                logger.info("claim %s not stored in assume cache after retries", object_key(claim))
+                return
+            await clock.sleep(min(ASSUME_EXTENDED_CLAIM_POLL, remaining))
 
     async def _bind_claim(
         self,

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import pytest
 
 from kemu.api.v1 import types_pb2
+from kemu.client.fake import FakeClient
+from kemu.component.clock import FakeClock
 from kemu.component.featuregate import DRA_PREEMPTION, FeatureGates
 from kemu.component.version import Version
 from kemu.machinery.resourceclaim import ClaimNameError, pod_claim_name
@@ -20,6 +23,7 @@ from kemu.scheduling.status import Code
 from kemu.scheduling.types import NodeInfo, NodeScore, PodInfo
 from kemu.testing import dra
 from kemu.testing.builders import make_node, make_pod
+from kemu.testing.fake_time import wait_until
 from tests.unit.scheduling.plugins.fakes import FakeHandle, FakeObjects
 
 NS = "default"
@@ -575,3 +579,90 @@ def test_s_dra_perf_5_claim_hint_shortcut_gives_upstreams_answer() -> None:
         assert got == reference(pl, p, old, new), seed
         answers.add(got)
     assert answers == {QueueingHint.QUEUE, QueueingHint.SKIP}
+
+
+@pytest.mark.anyio
+async def test_s_dra_ext_u3_devices_stay_in_flight_until_the_created_claim_is_in_the_informer() -> (
+    None
+):
+    """DRAExtendedResource PreBind: the special claim is created, allocated and reserved, and
+    its devices stay in flight (the Reserve-time temporary uid) until the claims' informer
+    holds the created claim and the API's answer is assumed over it, looked at once and then
+    every second (upstream bindClaim's deferred PollUntilContextTimeout over
+    AssumeClaimAfterAPICall): a second pod's cycle in between finds the node's only device
+    taken, not free."""
+    gpu = "example.com/gpu"
+    dc = dra.device_class(CLS)
+    dc.spec.extended_resource_name = gpu
+    pl, informer = plugin(dc, dra.resource_slice("n1", DRIVER, ["gpu-0"]))
+    client = pl.handle.client
+    assert isinstance(client, FakeClient) and isinstance(pl.handle.clock, FakeClock)
+    clock = pl.handle.clock
+    n1 = node("n1")
+
+    def gpu_pod(name: str) -> types_pb2.Pod:
+        p = make_pod(name).namespace(NS).req({gpu: "1"}).obj()
+        p.metadata.uid = f"uid-{name}"
+        return p
+
+    p1, p2 = gpu_pod("p1"), gpu_pod("p2")
+    client.add(p1)
+    state, codes = cycle(pl, p1, [n1])
+    assert codes == {"n1": Code.SUCCESS}
+    assert pl.reserve(state, p1, "n1").is_success()
+
+    results: list[Code] = []
+
+    async def pre_bind() -> None:
+        results.append((await pl.pre_bind(state, p1, "n1")).code)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pre_bind)
+        await wait_until(lambda: clock.sleepers)  # written; waiting for the informer
+        [created] = (await client.list(types_pb2.ResourceClaim, NS)).items
+        assert created.status.allocation.devices.results[0].device == "gpu-0"
+        assert not informer.list()
+        _, in_between = cycle(pl, p2, [n1])
+        assert in_between == {"n1": Code.UNSCHEDULABLE_AND_UNRESOLVABLE}
+        assert pl.manager.pending_allocations() == 1
+
+        informer.objs.append(created)  # the informer's event arrives
+        clock.advance(1.0)
+    assert results == [Code.SUCCESS]
+    assert pl.manager.pending_allocations() == 0
+    _, after = cycle(pl, p2, [n1])
+    assert after == {"n1": Code.UNSCHEDULABLE_AND_UNRESOLVABLE}  # allocated, as the informer says
+    stored = await client.get(types_pb2.Pod, "p1", NS)
+    assert stored.status.extended_resource_claim_status.resource_claim_name == (
+        created.metadata.name
+    )
+
+
+@pytest.mark.anyio
+async def test_s_dra_ext_u3_an_informer_that_never_catches_up_ends_the_wait_after_120s() -> None:
+    """Upstream's AssumeExtendedResourceTimeoutDefaultSeconds: PreBind succeeds after 120 s
+    (only logged) and the in-flight devices are released."""
+    gpu = "example.com/gpu"
+    dc = dra.device_class(CLS)
+    dc.spec.extended_resource_name = gpu
+    pl, _ = plugin(dc, dra.resource_slice("n1", DRIVER, ["gpu-0"]))
+    client, clock = pl.handle.client, pl.handle.clock
+    assert isinstance(client, FakeClient) and isinstance(clock, FakeClock)
+    p1 = make_pod("p1").namespace(NS).req({gpu: "1"}).obj()
+    p1.metadata.uid = "uid-p1"
+    client.add(p1)
+    state, _ = cycle(pl, p1, [node("n1")])
+    assert pl.reserve(state, p1, "n1").is_success()
+    results: list[Code] = []
+
+    async def pre_bind() -> None:
+        results.append((await pl.pre_bind(state, p1, "n1")).code)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pre_bind)
+        for _ in range(120):
+            await wait_until(lambda: clock.sleepers)
+            assert not results and pl.manager.pending_allocations() == 1
+            clock.advance(1.0)
+    assert results == [Code.SUCCESS]
+    assert pl.manager.pending_allocations() == 0
