@@ -152,6 +152,7 @@ from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.client.interface import ApiClient
 from kemu.component.featuregate import (
+    DRA_EXTENDED_RESOURCE,
     DYNAMIC_RESOURCE_ALLOCATION,
     POD_OBSERVED_GENERATION_TRACKING,
     SCHEDULER_ASYNC_PREEMPTION,
@@ -168,9 +169,11 @@ from kemu.machinery import kinds, quantity, resources
 from kemu.machinery.errors import AlreadyExists, ApiError, Gone, NotFound
 from kemu.machinery.keys import object_key
 from kemu.machinery.pod_strategy import default_requests_from_limits
+from kemu.machinery.validation.resources import is_extended_resource
 from kemu.machinery.virtual_time import ClockMode
 from kemu.scheduling.config import API_VERSION as SCHEDULER_API_VERSION
 from kemu.scheduling.config import KIND as SCHEDULER_KIND
+from kemu.scheduling.dra_manager import IMPLICIT_EXTENDED_RESOURCE_PREFIX
 from kemu.scheduling.interface import EventRecorder as EventRecorderLike
 from kemu.testing.cluster import Cluster, Component, add_clock_argument
 from kemu.testing.namespaces import ensure_namespace
@@ -1929,15 +1932,25 @@ def needs_claim_controller(workload: Workload) -> bool:
     """Whether the workload's control plane runs the resourceclaim controller: upstream's
     does when the DynamicResourceAllocation gate is on (set by the workload, or on by default
     at its emulated version: GA from 1.34, where upstream's dra/ file no longer sets it), and
-    kemu's only when a pod or PodGroup of its ops names a ResourceClaimTemplate."""
+    kemu's only when a pod or PodGroup of its ops names a ResourceClaimTemplate, or, with
+    DRAExtendedResource, a pod requests an extended resource (a class may back it: the
+    scheduler's special claim, deleted when its binding fails, keeps its allocation until the
+    controller takes its finalizer off)."""
     version = parse_emulated_version(workload.emulated_version or str(DEFAULT_VERSION))
     gates = FeatureGates.for_version(version, dict(workload.feature_gates))
     if not gates.enabled(DYNAMIC_RESOURCE_ALLOCATION):
         return False
+    extended = gates.enabled(DRA_EXTENDED_RESOURCE)
     for op in workload.ops:
         if isinstance(op, CreatePods):
             pod = op.template
             if any(c.resource_claim_template_name for c in pod.spec.resource_claims):
+                return True
+            if extended and any(
+                is_extended_resource(name) or name.startswith(IMPLICIT_EXTENDED_RESOURCE_PREFIX)
+                for c in (*pod.spec.init_containers, *pod.spec.containers)
+                for name in c.resources.requests
+            ):
                 return True
         target = op.create if isinstance(op, CreatePodGroups) else op
         if isinstance(target, CreateAny) and target.kind.kind == "PodGroup":

@@ -473,3 +473,33 @@ def test_s_bench_dra_8_extended_resource_classes_are_not_modelled(tmp_path: Path
     (skipped,) = parsed.skipped
     assert not skipped.refused
     assert "spec.extendedResourceName: extended resources backed by DRA" in skipped.reason
+
+
+@pytest.mark.parametrize(
+    ("resource", "runs"),
+    [
+        ("example.com/gpu-1", True),
+        ("deviceclass.resource.kubernetes.io/test-class-1", True),
+        ("cpu", False),
+    ],
+)
+def test_s_bench_dra_13_extended_resource_pods_get_the_claim_controller(
+    tmp_path: Path, resource: str, runs: bool
+) -> None:
+    """S-BENCH-DRA-13: with DRAExtendedResource, pods requesting an extended resource (explicit
+    or a class's implicit one) get the resourceclaim controller, as upstream's mustSetupCluster
+    runs it whenever DRA is on: a special claim deleted after a failed binding keeps its
+    allocation (and its devices) until the controller takes its finalizer off."""
+    (tmp_path / "pod.yaml").write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p-{{.Index}}\nspec:\n  containers:\n"
+        f"  - name: c\n    image: pause\n    resources:\n      requests:\n        {resource}: 1\n"
+    )
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "- name: Ext\n  featureGates:\n    DynamicResourceAllocation: true\n"
+        "    DRAExtendedResource: true\n  workloadTemplate:\n  - opcode: createNodes\n"
+        "    count: 1\n  - opcode: createPods\n    count: 1\n    podTemplatePath: pod.yaml\n"
+        "  workloads:\n  - name: w\n"
+    )
+    (workload,) = load_workload_file(config).workloads
+    assert needs_claim_controller(workload) is runs
