@@ -68,6 +68,7 @@ from kemu.machinery.resourceclaim import (
     ClaimNameError,
     can_be_reserved,
     extended_resource_claim_name,
+    is_extended_resource_claim,
     is_for_pod,
     is_reserved_for_pod,
     pod_claim_name,
@@ -79,7 +80,6 @@ logger = logging.getLogger(__name__)
 NAME: Final = "resourceclaim-controller"
 """upstream's names.ResourceClaimController."""
 EVENT_SOURCE: Final = "resource_claim"
-EXTENDED_RESOURCE_CLAIM_ANNOTATION: Final = "resource.kubernetes.io/extended-resource-claim"
 FAILED_CREATION_REASON: Final = "FailedResourceClaimCreation"
 MAX_GENERATE_NAME_BASE: Final = 57
 """Room for the apiserver's 5 random characters in a 63-character name... and the hyphen."""
@@ -132,7 +132,7 @@ def admin_access(claim: types_pb2.ResourceClaim | types_pb2.ResourceClaimTemplat
 
 def claim_source(claim: types_pb2.ResourceClaim) -> str:
     """The metric's `source`: a template's claim, an extended resource's, or ""."""
-    if claim.metadata.annotations.get(EXTENDED_RESOURCE_CLAIM_ANNOTATION) == "true":
+    if is_extended_resource_claim(claim):
         return "extended_resource"
     if POD_CLAIM_NAME_ANNOTATION in claim.metadata.annotations:
         return "resource_claim_template"

@@ -78,6 +78,13 @@ POD_CLAIM_NAME_ANNOTATION: Final = "resource.kubernetes.io/pod-claim-name"
 """On a claim generated from a template: the name of the pod's entry it is for."""
 DELETE_PROTECTION_FINALIZER: Final = "resource.kubernetes.io/delete-protection"
 """resourceapi.Finalizer: the scheduler's, added before it writes an allocation."""
+EXTENDED_RESOURCE_CLAIM_ANNOTATION: Final = "resource.kubernetes.io/extended-resource-claim"
+"""On the claim the scheduler creates for a pod's extended resources backed by DRA
+(resourceapi.ExtendedResourceClaimAnnotation), "true"."""
+
+
+def is_extended_resource_claim(claim: types_pb2.ResourceClaim) -> bool:
+    return claim.metadata.annotations.get(EXTENDED_RESOURCE_CLAIM_ANNOTATION) == "true"
 
 
 def extended_resource_claim_name(pod: types_pb2.Pod) -> str:

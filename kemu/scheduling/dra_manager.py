@@ -23,6 +23,7 @@ from typing import Final, Generic, TypeVar
 from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery.resourceclaim import is_extended_resource_claim
 from kemu.scheduling.dra.allocator import AllocatedState, DeviceID
 from kemu.scheduling.interface import InformerFactory, ObjectLister, SharedInformer
 from kemu.scheduling.plugins.volume_binder import AssumeCache
@@ -67,6 +68,7 @@ class DraManager:
         # kemu: the allocated devices kept up to date from the changes (watch_claims); None
         # while the claims' informer is not watched (allocated_state rebuilds each time).
         self._index: _AllocatedIndex | None = None
+        self._extended: _ExtendedClaims | None = None
 
     @classmethod
     def empty(cls) -> DraManager:
@@ -89,9 +91,23 @@ class DraManager:
 
     def watch_claims(self, informer: SharedInformer[types_pb2.ResourceClaim]) -> None:
         """Keeps allocated_state up to date from the claims' informer's events (and this
-        manager's own assumptions and in-flight allocations)."""
+        manager's own assumptions and in-flight allocations), and the extended-resource
+        claims indexed by their controller's uid."""
         self._index = _AllocatedIndex()
-        informer.add_event_handler(_ClaimsChanged(self._index))
+        self._extended = _ExtendedClaims()
+        informer.add_event_handler(_ClaimsChanged(self._index, self._extended))
+
+    def extended_claims_controlled_by(self, uid: str) -> list[types_pb2.ResourceClaim]:
+        """The claims annotated as a pod's extended-resource claim whose controller has
+        `uid` (every claim while the informer is not watched: the caller checks)."""
+        if self._extended is None:
+            return list(self.claims.list())
+        out = []
+        for namespace, name in self._extended.by_owner.get(uid, ()):
+            claim = self.claims.get(name, namespace)
+            if claim is not None:
+                out.append(claim)
+        return out
 
     def _claim_changed(self, namespace: str, name: str) -> None:
         if self._index is not None:
@@ -276,17 +292,47 @@ class _AllocatedIndex:
         self.uids = set()
 
 
-class _ClaimsChanged:
-    """The claims' informer handler: the claim's key is to be looked at again."""
+class _ExtendedClaims:
+    """The extended-resource claims' keys by their controller's uid."""
 
-    def __init__(self, index: _AllocatedIndex) -> None:
+    def __init__(self) -> None:
+        self.by_owner: dict[str, set[tuple[str, str]]] = {}
+
+    def add(self, claim: types_pb2.ResourceClaim) -> None:
+        if not is_extended_resource_claim(claim):
+            return
+        key = (claim.metadata.namespace, claim.metadata.name)
+        for ref in claim.metadata.owner_references:
+            if ref.controller:
+                self.by_owner.setdefault(ref.uid, set()).add(key)
+
+    def remove(self, claim: types_pb2.ResourceClaim) -> None:
+        key = (claim.metadata.namespace, claim.metadata.name)
+        for ref in claim.metadata.owner_references:
+            keys = self.by_owner.get(ref.uid)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self.by_owner[ref.uid]
+
+
+class _ClaimsChanged:
+    """The claims' informer handler: the claim's key is to be looked at again; the
+    extended-resource claims' index follows."""
+
+    def __init__(self, index: _AllocatedIndex, extended: _ExtendedClaims) -> None:
         self._index = index
+        self._extended = extended
 
     def on_add(self, obj: types_pb2.ResourceClaim) -> None:
         self._index.keys.add((obj.metadata.namespace, obj.metadata.name))
+        self._extended.add(obj)
 
     def on_update(self, old: types_pb2.ResourceClaim, new: types_pb2.ResourceClaim) -> None:
         self._index.keys.add((new.metadata.namespace, new.metadata.name))
+        self._extended.remove(old)
+        self._extended.add(new)
 
     def on_delete(self, obj: types_pb2.ResourceClaim) -> None:
         self._index.keys.add((obj.metadata.namespace, obj.metadata.name))
+        self._extended.remove(obj)

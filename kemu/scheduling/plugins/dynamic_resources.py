@@ -80,8 +80,10 @@ from kemu.machinery.convert import message_to_dict
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.keys import object_key
 from kemu.machinery.resourceclaim import (
+    EXTENDED_RESOURCE_CLAIM_ANNOTATION,
     ClaimNameError,
     can_be_reserved,
+    is_extended_resource_claim,
     is_for_pod,
     is_reserved_for_pod,
     not_for_pod_message,
@@ -167,9 +169,7 @@ MSG_DEALLOCATED: Final = "deallocation of ResourceClaim completed"
 MSG_STILL_UNSCHEDULABLE: Final = "still not schedulable"
 MSG_NO_CLAIMS: Final = "no new claims to deallocate"
 EVENT_BINDING_CONDITIONS_PENDING: Final = "BindingConditionsPending"
-# DRAExtendedResource (resourceapi.ExtendedResourceClaimAnnotation; upstream's in-memory name,
-# intentionally not a valid object name).
-EXTENDED_RESOURCE_CLAIM_ANNOTATION: Final = "resource.kubernetes.io/extended-resource-claim"
+# DRAExtendedResource: upstream's in-memory name, intentionally not a valid object name.
 SPECIAL_CLAIM_NAME: Final = "<extended-resources>"
 MSG_STALE_EXTENDED_CLAIM: Final = "cannot schedule extended resource claim"
 MSG_EXTENDED_CLAIM_DELETED: Final = "deletion of ResourceClaim completed"
@@ -503,11 +503,12 @@ class DynamicResources(
 
     def _find_extended_claim(self, pod: types_pb2.Pod) -> types_pb2.ResourceClaim | None:
         """The special claim an earlier cycle created for the pod (annotated, controlled by
-        the pod; upstream findExtendedResourceClaim)."""
-        for c in self.manager.claims.list():
+        the pod; upstream findExtendedResourceClaim, which walks every claim: kemu looks
+        among those the informer's index has under the pod's uid)."""
+        for c in self.manager.extended_claims_controlled_by(pod.metadata.uid):
             if c.metadata.namespace != pod.metadata.namespace:
                 continue
-            if c.metadata.annotations.get(EXTENDED_RESOURCE_CLAIM_ANNOTATION) != "true":
+            if not is_extended_resource_claim(c):
                 continue
             if any(
                 o.controller and o.uid == pod.metadata.uid and o.name == pod.metadata.name

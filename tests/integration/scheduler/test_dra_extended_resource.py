@@ -22,7 +22,7 @@ from typing import Final
 import pytest
 
 from kemu.api.v1 import types_pb2
-from kemu.scheduling.plugins.dynamic_resources import (
+from kemu.machinery.resourceclaim import (
     DELETE_PROTECTION_FINALIZER,
     EXTENDED_RESOURCE_CLAIM_ANNOTATION,
 )

@@ -113,3 +113,37 @@ def test_s_dra_perf_2_allocated_state_follows_the_changes(seed: int) -> None:
             assert got.allocated_devices == want.allocated_devices
             assert got.shared_devices == want.shared_devices
             assert got.aggregated_capacity == want.aggregated_capacity
+
+
+def test_extended_resource_claims_are_found_by_their_controllers_uid() -> None:
+    """The claims annotated as a pod's extended-resource claim, indexed by their controller's
+    uid from the informer's events (kemu: upstream's findExtendedResourceClaim walks every
+    claim); another pod's, an unannotated one and a deleted one are not found."""
+    informer = _Informer()
+    manager = DraManager(informer, _Empty(), _Empty())  # type: ignore[arg-type]
+    manager.watch_claims(informer)
+
+    def claim(name: str, owner: str, *, annotated: bool = True) -> types_pb2.ResourceClaim:
+        c = types_pb2.ResourceClaim()
+        c.metadata.namespace, c.metadata.name = NS, name
+        c.metadata.resource_version = "1"
+        if annotated:
+            c.metadata.annotations["resource.kubernetes.io/extended-resource-claim"] = "true"
+        c.metadata.owner_references.add(kind="Pod", name=owner, uid=f"uid-{owner}", controller=True)
+        return c
+
+    informer.put(claim("p1-extended-resources-a", "p1"))
+    informer.put(claim("p2-extended-resources-b", "p2"))
+    informer.put(claim("p1-template-claim", "p1", annotated=False))
+    assert [c.metadata.name for c in manager.extended_claims_controlled_by("uid-p1")] == [
+        "p1-extended-resources-a"
+    ]
+    moved = claim("p1-extended-resources-a", "p3")  # (an update that changes the owner)
+    moved.metadata.resource_version = "2"
+    informer.put(moved)
+    assert manager.extended_claims_controlled_by("uid-p1") == []
+    assert [c.metadata.name for c in manager.extended_claims_controlled_by("uid-p3")] == [
+        "p1-extended-resources-a"
+    ]
+    informer.delete("p2-extended-resources-b")
+    assert manager.extended_claims_controlled_by("uid-p2") == []

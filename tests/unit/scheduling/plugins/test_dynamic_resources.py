@@ -14,7 +14,11 @@ from kemu.client.fake import FakeClient
 from kemu.component.clock import FakeClock
 from kemu.component.featuregate import DRA_PREEMPTION, FeatureGates
 from kemu.component.version import Version
-from kemu.machinery.resourceclaim import ClaimNameError, pod_claim_name
+from kemu.machinery.resourceclaim import (
+    EXTENDED_RESOURCE_CLAIM_ANNOTATION,
+    ClaimNameError,
+    pod_claim_name,
+)
 from kemu.scheduling.dra_manager import DraManager
 from kemu.scheduling.events import QueueingHint
 from kemu.scheduling.interface import CycleState
@@ -419,7 +423,7 @@ def test_s_dra_ext_u2_special_claim_requests_per_node() -> None:
     assert len(allocation.devices.results) == 3
 
     stale = claim("p-extended-resources-x")
-    stale.metadata.annotations[dr.EXTENDED_RESOURCE_CLAIM_ANNOTATION] = "true"
+    stale.metadata.annotations[EXTENDED_RESOURCE_CLAIM_ANNOTATION] = "true"
     stale.metadata.owner_references.add(kind="Pod", name="p", uid="uid-p", controller=True)
     pl2, _ = plugin(dc, stale, dra.resource_slice("n1", DRIVER, ["gpu-0"]))
     state2, codes2 = cycle(pl2, p, [n1])
