@@ -101,6 +101,11 @@ _CLOSE_TIMEOUT: Final = 2.0
 READER_WAIT: Final = 2.0
 """Seconds a WebSocket exec or attach waits for the client's pong before it answers anyway
 (_client_reading)."""
+STREAMS_GRACE: Final = 0.25
+"""Seconds a WebSocket exec or attach waits after the client's pong before it answers: the
+client's streams are made by another goroutine than the read loop that sent the pong, and on
+a loaded host (a CI run of `kubectl attach`) the stderr line came before its stream was
+there."""
 _READER_PING: Final = b"kemu"
 _SPDY_STREAM_CREATION_TIMEOUT: Final = 30.0
 """Seconds a SPDY exec or attach waits for kubectl's streams (the kubelet's
@@ -200,15 +205,17 @@ async def _client_reading(ws: web.WebSocketResponse) -> None:
     read loop discards a message for a stream not created yet ("Unknown stream id %d,
     discarding message"): answering at once, as nothing here runs a command, sometimes lost
     the stderr line or the exit Status (kubectl then exited 0). The client's pong is sent by
-    that read loop, so once it comes the client has been reading for a network round trip,
-    and its streams, made in memory right after the loop started, are there. (A real
-    container's command answers later than that.) A ping from the client meanwhile is
-    answered; a data frame (stdin) is dropped, as the docstring above says."""
+    that read loop, so once it comes the client has been reading for a network round trip;
+    its streams are made in memory by the other goroutine, which a loaded host may not have
+    run yet: the answer waits STREAMS_GRACE more. (A real container's command answers later
+    than that.) A ping from the client meanwhile is answered; a data frame (stdin) is
+    dropped, as the docstring above says."""
     await ws.ping(_READER_PING)
     with anyio.move_on_after(READER_WAIT):
         while True:
             message = await ws.receive()
             if message.type is WSMsgType.PONG:
+                await anyio.sleep(STREAMS_GRACE)
                 return
             if message.type is WSMsgType.PING:
                 await ws.pong(message.data)

@@ -24,7 +24,7 @@ from kubernetes import client as k8s
 from kubernetes import config
 from kubernetes.stream import portforward
 
-from apiserver.endpoints.rest.streams import ERROR, READER_WAIT, STDERR, V5
+from apiserver.endpoints.rest.streams import ERROR, READER_WAIT, STDERR, STREAMS_GRACE, V5
 from kemu.testing.cluster import Cluster
 from kemu.testing.ports import free_port
 from tests.integration.cli.kubectl_env import KUBECTL, Kubectl
@@ -130,8 +130,10 @@ async def test_s_api_exec_1b_exec_answers_once_the_client_reads(
     """S-API-EXEC-1: a WebSocket exec is answered once its client answers a PING, so that
     kubectl's read loop, which drops a message for a stream it has not created yet, has made
     its streams (kemu answers without running anything; a flake of the README walk lost the
-    exit Status): nothing comes before the pong, the stderr line and the Status after it, and
-    a client that never answers the ping is answered after READER_WAIT anyway."""
+    exit Status): nothing comes before the pong nor within STREAMS_GRACE after it (kubectl
+    makes its streams in another goroutine than the read loop that answers), the stderr line
+    and the Status after that, and a client that never answers the ping is answered after
+    READER_WAIT anyway."""
     ns, name = running
     url = (
         f"{cluster.rest_url}/api/v1/namespaces/{ns}/pods/{name}/exec"
@@ -151,10 +153,13 @@ async def test_s_api_exec_1b_exec_answers_once_the_client_reads(
                 with pytest.raises(TimeoutError):  # (a bounded window: nothing yet)
                     await ws.receive(timeout=0.5)
                 await ws.pong(first.data)
+                ponged = time.monotonic()
             frames = []
             while (message := await ws.receive(timeout=10)).type is aiohttp.WSMsgType.BINARY:
                 frames.append(message.data)
             assert message.type is aiohttp.WSMsgType.CLOSE, message
+            if pong:
+                assert time.monotonic() - ponged >= STREAMS_GRACE
             return time.monotonic() - began, frames
 
     _, frames = await exec_frames(pong=True)
