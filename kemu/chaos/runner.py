@@ -105,7 +105,8 @@ class ChaosRun:
         self.rng = random.Random(seed)
         self.state = RunState()
         self.nodes = [f"chaos-n{i}" for i in range(self.workload.nodes.count)]
-        duration = profile.fault_window
+        # (a workload of the user's: faults while it creates pods)
+        duration = profile.fault_window if self.workload is profile.workload else None
         if duration is None:
             duration = self.workload.pods.total / self.workload.pods.rate
         self.duration = duration
@@ -346,24 +347,30 @@ class ChaosRun:
             logger.info("create %s failed: %s", key, e)
             return
         self._ack(created, f"create {key}")
+        born = anyio.current_time()
         if resize_draw < p.resizeFraction:
             await anyio.sleep(3.0)
             await self._resize(client, created)
+        lifetime = p.lifetime_seconds()
         if delete_draw < p.deleteFraction:
             await anyio.sleep(2.0)
-            self.state.deleted_by_workload.add(key)
-            try:
-                deleted = await client.delete(
-                    types_pb2.Pod, pod.metadata.name, NAMESPACE, uid=created.metadata.uid
-                )
-            except ApiError as e:
-                self.state.failed_writes += 1
-                logger.info("delete %s failed: %s", key, e)
-                return
-            if deleted.metadata.HasField("deletion_timestamp"):
-                self._ack(deleted, f"delete {key}")
-                if deleted.spec.node_name:
-                    self.state.terminating_nodes[deleted.spec.node_name] = time.monotonic()
+        elif lifetime is not None:
+            await anyio.sleep_until(born + lifetime)
+        else:
+            return
+        self.state.deleted_by_workload.add(key)
+        try:
+            deleted = await client.delete(
+                types_pb2.Pod, pod.metadata.name, NAMESPACE, uid=created.metadata.uid
+            )
+        except ApiError as e:
+            self.state.failed_writes += 1
+            logger.info("delete %s failed: %s", key, e)
+            return
+        if deleted.metadata.HasField("deletion_timestamp"):
+            self._ack(deleted, f"delete {key}")
+            if deleted.spec.node_name:
+                self.state.terminating_nodes[deleted.spec.node_name] = time.monotonic()
 
     async def _resize(self, client: Client, created: types_pb2.Pod) -> None:
         key = f"{NAMESPACE}/{created.metadata.name}"

@@ -18,6 +18,7 @@
       deleteFraction: 0.3  # churn: share deleted again a little after creation
       resizeFraction: 0.1  # share resized in place (requests halved) once running
       shutdown: 1s         # the simulated graceful shutdown of each pod
+      lifetime: ""         # the others: deleted this long after creation ("": kept)
     scaling:               # scale-up and scale-down through the cloud and the autoscaler
       waves: 2             # at least this many waves, more while faults go on; 0: no
                            # scaling phase (no cloud, no autoscaler)
@@ -84,6 +85,12 @@ class Pods:
     deleteFraction: float = 0.3
     resizeFraction: float = 0.1
     shutdown: str = "1s"
+    lifetime: str = ""
+    """How long a pod the churn leaves lives ("": until the run ends). Bound pods that never
+    go fill the nodes with the highest priority in time, and then nothing is bound again."""
+
+    def lifetime_seconds(self) -> float | None:
+        return parse_duration(self.lifetime) if self.lifetime else None
 
 
 @dataclass(frozen=True)
@@ -211,6 +218,7 @@ def _validate(w: Workload) -> None:
             raise WorkloadError(f"{path}: {e}") from None
     for path, text in (
         ("pods.shutdown", w.pods.shutdown),
+        ("pods.lifetime", w.pods.lifetime or "0s"),
         ("pods.slowPreBind.delay", w.pods.slowPreBind.delay),
         ("scaling.provisionDelay", sc.provisionDelay),
     ):

@@ -1,8 +1,12 @@
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
+
 import pytest
 
 from kemu.chaos.profiles import CI, FULL, weights
+from kemu.chaos.runner import ChaosRun
 from kemu.chaos.schedule import (
     AUTOSCALING_ROLES,
     DELAY_RANGE,
@@ -55,8 +59,8 @@ def test_a_negative_duration_is_refused() -> None:
 
 @pytest.mark.parametrize("seed", range(20))
 def test_the_ci_profile_fires_every_kind_of_fault(seed: int) -> None:
-    w = CI.workload.pods
-    faults = make_schedule(seed, w.total / w.rate, CI.mix)
+    assert CI.fault_window is not None
+    faults = make_schedule(seed, CI.fault_window, CI.mix)
     assert {f.kind for f in faults} == set(KINDS)
     assert len(KINDS) <= len(faults) <= len(KINDS) + 5
 
@@ -168,3 +172,16 @@ def test_a_mix_with_latency_faults_and_no_latency_is_refused_naming_the_field() 
             pause_down=5.0,
             latency_down=-1.0,
         )
+
+
+def test_the_ci_profile_keeps_pods_coming_past_its_faults_window(tmp_path: Path) -> None:
+    """The CI profile draws its faults over its first minute and creates pods for two, so a
+    restart late in a loaded run still has pods to bind after it; a workload of the user's
+    gets faults while it creates pods."""
+    run = ChaosRun(tmp_path, CI, 7)
+    pods = CI.workload.pods
+    assert run.duration == CI.fault_window == 60.0
+    assert pods.total / pods.rate >= 2 * run.duration
+    assert run.schedule == make_schedule(7, 60.0, CI.mix)
+    theirs = dataclasses.replace(CI.workload, pods=dataclasses.replace(pods, total=50, rate=5.0))
+    assert ChaosRun(tmp_path, CI, 7, workload=theirs).duration == 10.0

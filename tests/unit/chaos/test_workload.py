@@ -20,6 +20,11 @@ def test_fields_are_read() -> None:
     assert w.pods.slowPreBind.fraction == 0.2
 
 
+def test_a_pods_lifetime_is_read_and_none_keeps_them() -> None:
+    assert parse_workload("pods: {lifetime: 20s}").pods.lifetime_seconds() == 20.0
+    assert parse_workload("").pods.lifetime_seconds() is None
+
+
 def test_the_scaling_phase_is_read() -> None:
     w = parse_workload("scaling: {waves: 3, maxSize: 6, provisionDelay: 2s}\n")
     assert (w.scaling.waves, w.scaling.maxSize, w.scaling.minSize) == (3, 6, 1)
@@ -39,6 +44,7 @@ def test_the_scaling_phase_is_read() -> None:
         ("pods: {priorities: [1, x]}", "pods.priorities[1]: must be an integer"),
         ("pods: {deleteFraction: 1.5}", "pods.deleteFraction: must be in [0, 1]"),
         ("pods: {slowPreBind: {delay: soon}}", "pods.slowPreBind.delay:"),
+        ("pods: {lifetime: forever}", "pods.lifetime:"),
         ("pods: {slowPreBind: {speed: 1}}", "pods.slowPreBind.speed: unknown field"),
         ("pods: [1]", "pods: must be a mapping"),
         ("scaling: {waves: -1}", "scaling.waves: must be >= 0"),
