@@ -14,6 +14,11 @@ BENCHMARKS: Final[dict[str, tuple[str, str]]] = {
         "create/get/update throughput and p50/p99 through the apiserver vs raw etcd, "
         "watch delivery latency",
     ),
+    "etcd_clients": (
+        "bench.etcd_clients",
+        "the apiserver's etcd Txn through grpc.aio, grpc's synchronous stub and etcd's JSON "
+        "gateway (alternated in one run): client and etcd CPU per call, calls/s",
+    ),
     "ha": (
         "bench.ha",
         "one apiserver against two side by side on one etcd (alternated in one run): creates "
