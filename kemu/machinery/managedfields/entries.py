@@ -9,6 +9,7 @@ as their JSON (kemu.machinery.convert), without the fields the server owns (stri
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -76,27 +77,39 @@ class Manager:
     def identifier(self) -> str:
         """BuildManagerIdentifier: JSON of the entry without fields and time (and without the
         apiVersion for an applier, which keeps one entry across versions)."""
-        out: JSONObject = {"manager": self.manager, "operation": self.operation}
-        if self.api_version and self.operation != APPLY:
-            out["apiVersion"] = self.api_version
-        if self.subresource:
-            out["subresource"] = self.subresource
-        return json.dumps(out, separators=(",", ":"))
+        return _identifier(self)
 
     @classmethod
     def from_identifier(cls, ident: str) -> Manager:
-        try:
-            d = json.loads(ident)
-        except ValueError:
-            return cls(ident, UPDATE)
-        if not isinstance(d, dict):
-            return cls(ident, UPDATE)
-        return cls(
-            str(d.get("manager", "")),
-            str(d.get("operation", "")),
-            str(d.get("apiVersion", "")),
-            str(d.get("subresource", "")),
-        )
+        return _manager_of(ident)
+
+
+# (A write reads and writes each of its object's entries' identifiers several times, and an
+# apiserver has few managers: each identifier is built and read once.)
+@functools.lru_cache(maxsize=1024)
+def _identifier(m: Manager) -> str:
+    out: JSONObject = {"manager": m.manager, "operation": m.operation}
+    if m.api_version and m.operation != APPLY:
+        out["apiVersion"] = m.api_version
+    if m.subresource:
+        out["subresource"] = m.subresource
+    return json.dumps(out, separators=(",", ":"))
+
+
+@functools.lru_cache(maxsize=1024)
+def _manager_of(ident: str) -> Manager:
+    try:
+        d = json.loads(ident)
+    except ValueError:
+        return Manager(ident, UPDATE)
+    if not isinstance(d, dict):
+        return Manager(ident, UPDATE)
+    return Manager(
+        str(d.get("manager", "")),
+        str(d.get("operation", "")),
+        str(d.get("apiVersion", "")),
+        str(d.get("subresource", "")),
+    )
 
 
 def describe(ident: str, times: dict[str, Timestamp] | None = None) -> str:
@@ -149,15 +162,23 @@ def decode(entries: Sequence[types_pb2.ManagedFieldsEntry]) -> Managed:
         if e.operation not in (APPLY, UPDATE):
             raise ValueError(f"invalid operation {e.operation!r}")
         ident = Manager(e.manager, e.operation, e.api_version, e.subresource).identifier()
-        trie: JSON = json.loads(e.fields_v1.raw) if e.fields_v1.raw else {}
         out.fields[ident] = VersionedSet(
-            FieldSet.from_fields_v1(trie), e.api_version, e.operation == APPLY
+            _fields_of(e.fields_v1.raw), e.api_version, e.operation == APPLY
         )
         if e.HasField("time"):
             t = Timestamp()
             t.CopyFrom(e.time)
             out.times[ident] = t
     return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _fields_of(raw: bytes) -> FieldSet:
+    """The set of a FieldsV1 text, read once a text: a set is only read once built, so every
+    write of an object (and the objects written alike) share it, and the text it is written
+    back as, once computed (ValueError when it does not read: not kept)."""
+    trie: JSON = json.loads(raw) if raw else {}
+    return FieldSet.from_fields_v1(trie)
 
 
 def entry(

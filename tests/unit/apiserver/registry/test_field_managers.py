@@ -242,3 +242,37 @@ def test_an_applier_that_changes_version_prunes_in_the_version_it_last_applied()
     assert "metrics" not in spec
     assert (spec["minReplicas"], spec["maxReplicas"]) == (2, 5)
     assert [e.api_version for e in entries] == ["autoscaling/v2"]
+
+
+def test_a_set_read_from_an_entry_is_shared_and_never_changed_by_later_writes() -> None:
+    """Entries are read once per FieldsV1 text (every write of an object reads its entries):
+    another manager taking a field away from the creator makes a new set, and the creator's
+    entry of the first object, and of a second object created alike, still reads the same."""
+    tracker = FieldTracker()
+    first, second = _pod(), _pod()
+    for pod in (first, second):
+        pod.metadata.labels["app"] = "a"
+        with serving("kubectl-create"):
+            tracker.created(POD, pod, 100.0)
+    created = _entries(first)
+    assert _entries(second) == created
+    relabelled = types_pb2.Pod()
+    relabelled.CopyFrom(first)
+    relabelled.metadata.labels["app"] = "b"
+    with serving("kubectl-label"):
+        tracker.updated(POD, first, relabelled, "", 200.0)
+    taken = _entries(relabelled)
+    assert taken[("kubectl-label", "Update", "")] == {"f:metadata": {"f:labels": {"f:app": {}}}}
+    creator = taken[("kubectl-create", "Update", "")]
+    assert '"f:app"' not in json.dumps(creator)
+    assert '"f:app"' in json.dumps(created[("kubectl-create", "Update", "")])
+    assert _entries(first) == _entries(second) == created
+    again = types_pb2.Pod()
+    again.CopyFrom(second)
+    again.status.phase = "Running"
+    with serving("kubelet"):
+        tracker.updated(POD, second, again, "status", 300.0)
+    assert (
+        _entries(again)[("kubectl-create", "Update", "")]
+        == created[("kubectl-create", "Update", "")]
+    )
