@@ -249,6 +249,13 @@ def cpu_seconds(pid: int) -> float | None:
         return None
 
 
+def live_cpu_seconds(pid: int) -> float:
+    """`cpu_seconds` of a process the benchmark keeps alive (an AssertionError if it is gone)."""
+    seconds = cpu_seconds(pid)
+    assert seconds is not None, f"process {pid} is gone"
+    return seconds
+
+
 class CpuMeter:
     """CPU used by named processes between `start()` and `stop()`, as cores (cpu s / wall s)."""
 

@@ -34,7 +34,7 @@ import grpc
 import uvloop
 from aetcd import rpc
 
-from bench.common import cpu_seconds
+from bench.common import live_cpu_seconds
 from kemu.testing import Cluster
 
 TRANSPORTS: Final = ("aio", "sync", "http")
@@ -180,21 +180,27 @@ async def run(address: str, etcd_pid: int, rounds: int, calls: int, in_flight: i
             # (the transports take turns going first)
             order = TRANSPORTS if r % 2 == 0 else TRANSPORTS[::-1]
             for t in order:
-                c0, e0, w0 = _cpu(os.getpid()), _cpu(etcd_pid), time.perf_counter()
+                c0, e0, w0 = (
+                    live_cpu_seconds(os.getpid()),
+                    live_cpu_seconds(etcd_pid),
+                    time.perf_counter(),
+                )
                 await _many(made[t][0], f"{t}-{r}", calls, in_flight)
                 wall = time.perf_counter() - w0
-                out.append(Round(t, calls, wall, _cpu(os.getpid()) - c0, _cpu(etcd_pid) - e0))
+                out.append(
+                    Round(
+                        t,
+                        calls,
+                        wall,
+                        live_cpu_seconds(os.getpid()) - c0,
+                        live_cpu_seconds(etcd_pid) - e0,
+                    )
+                )
                 print(out[-1].line(), flush=True)
     finally:
         for _, close in made.values():
             await close()
     return out
-
-
-def _cpu(pid: int) -> float:
-    seconds = cpu_seconds(pid)
-    assert seconds is not None, f"process {pid} is gone"
-    return seconds
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import anyio
 
-from bench.common import cpu_seconds
+from bench.common import live_cpu_seconds
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.testing import Cluster, make_pod
@@ -27,12 +27,6 @@ from kemu.testing.ports import LOOPBACK
 
 _VERSIONS = ("1.30", "1.37")
 _NAMESPACE = "default"
-
-
-def _cpu_seconds(pid: int) -> float:
-    seconds = cpu_seconds(pid)
-    assert seconds is not None, f"process {pid} is gone"
-    return seconds
 
 
 @dataclass(frozen=True)
@@ -62,7 +56,7 @@ async def _round(
             listed = await client.list(types_pb2.Pod, _NAMESPACE)
             assert len(listed.items) == opts.pods, len(listed.items)
 
-    api0, etcd0, wall0 = _cpu_seconds(pids[0]), _cpu_seconds(pids[1]), time.monotonic()
+    api0, etcd0, wall0 = live_cpu_seconds(pids[0]), live_cpu_seconds(pids[1]), time.monotonic()
     async with anyio.create_task_group() as tg:
         for _ in range(opts.lists):
             tg.start_soon(one)
@@ -70,8 +64,8 @@ async def _round(
         version,
         opts.lists,
         time.monotonic() - wall0,
-        _cpu_seconds(pids[0]) - api0,
-        _cpu_seconds(pids[1]) - etcd0,
+        live_cpu_seconds(pids[0]) - api0,
+        live_cpu_seconds(pids[1]) - etcd0,
     )
 
 

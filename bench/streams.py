@@ -18,19 +18,13 @@ from pathlib import Path
 
 import anyio
 
-from bench.common import cpu_seconds
+from bench.common import live_cpu_seconds
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client, Transport
 from kemu.testing import Cluster, make_pod
 from kemu.testing.launch import Launch
 
 _VERBS = ("create", "get")
-
-
-def _cpu_seconds(pid: int) -> float:
-    seconds = cpu_seconds(pid)
-    assert seconds is not None, f"process {pid} is gone"
-    return seconds
 
 
 @dataclass(frozen=True)
@@ -62,7 +56,7 @@ async def _round(
             else:
                 await client.get(types_pb2.Pod, f"{prefix}-{i}", "default")
 
-    server0, client0, wall0 = _cpu_seconds(pid), time.process_time(), time.monotonic()
+    server0, client0, wall0 = live_cpu_seconds(pid), time.process_time(), time.monotonic()
     async with anyio.create_task_group() as tg:
         for i in range(calls):
             tg.start_soon(one, i)
@@ -71,7 +65,7 @@ async def _round(
         verb,
         calls,
         time.monotonic() - wall0,
-        _cpu_seconds(pid) - server0,
+        live_cpu_seconds(pid) - server0,
         time.process_time() - client0,
     )
 
