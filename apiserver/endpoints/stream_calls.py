@@ -191,9 +191,22 @@ class _Replies:
             batch, self._pending = self._pending, []
             # (shielded: the batch holds other calls' answers, which a call cancelled while it
             # writes must not lose)
-            await asyncio.shield(
+            write = asyncio.ensure_future(
                 self._context.write(api_pb2.ReplyFrames(replies=batch).SerializeToString())
             )
+            try:
+                await asyncio.shield(write)
+            except asyncio.CancelledError:
+                # The write goes on without its caller: when the stream ends meanwhile (its
+                # client went, or the apiserver drains) it fails, and that is said here
+                # rather than left unretrieved for asyncio to print as a traceback.
+                write.add_done_callback(_unwritten)
+                raise
+
+
+def _unwritten(write: asyncio.Future[None]) -> None:
+    if not write.cancelled() and (error := write.exception()) is not None:
+        logger.debug("answers not written, as their stream ended: %s", error)
 
 
 def _text(value: str | bytes) -> str:

@@ -211,18 +211,24 @@ async def _client_reading(ws: web.WebSocketResponse) -> None:
     than that.) A ping from the client meanwhile is answered; a data frame (stdin) is
     dropped, as the docstring above says."""
     await ws.ping(_READER_PING)
+    ponged = False
     with anyio.move_on_after(READER_WAIT):
         while True:
             message = await ws.receive()
             if message.type is WSMsgType.PONG:
-                await anyio.sleep(STREAMS_GRACE)
-                return
+                ponged = True
+                break
             if message.type is WSMsgType.PING:
                 await ws.pong(message.data)
             elif message.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED):
                 return
             elif message.type is WSMsgType.ERROR:
                 return
+    if ponged:
+        # Outside READER_WAIT's scope: a pong that came just before it ends still gets the
+        # whole grace (inside it, a loaded host's late pong had its grace cut short).
+        await anyio.sleep(STREAMS_GRACE)
+        return
     logger.info("no pong from the exec or attach client within %gs: answering", READER_WAIT)
 
 

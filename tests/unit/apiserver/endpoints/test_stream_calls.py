@@ -5,6 +5,7 @@ next apiserver, writes included, as gRPC sends again the unary calls a draining 
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -14,7 +15,8 @@ import grpc.aio
 import pytest
 
 from apiserver.endpoints.calls import as_is
-from apiserver.endpoints.stream_calls import UNPACED_CALLS, CallStreams, Method
+from apiserver.endpoints.stream_calls import UNPACED_CALLS, CallStreams, Method, _Replies
+from kemu.api.v1 import api_pb2
 from kemu.client.call_stream import CallStream
 from kemu.client.endpoints import LB_POLICY, channel_target
 
@@ -205,3 +207,35 @@ async def test_a_message_of_many_frames_starts_its_calls_one_per_turn_of_the_eve
     assert sorted(started) == list(range(n_calls + 1))
     # Some turns saw a message's calls part way started, past the first UNPACED_CALLS.
     assert len(seen & set(range(UNPACED_CALLS + 2, n_calls + 1))) >= 10, sorted(seen)
+
+
+async def test_a_write_left_by_its_cancelled_caller_that_fails_is_not_an_unretrieved_error() -> (
+    None
+):
+    """A SIGTERM's drain cancels a stream whose answers are being written; the shielded write
+    then fails as the stream ends (grpc's ExecuteBatchError): that is retrieved, not printed by
+    asyncio as "Task exception was never retrieved" (a CI run's shutdown test saw it)."""
+    loop = asyncio.get_running_loop()
+    unretrieved: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda _loop, ctx: unretrieved.append(ctx))
+    started, fail = asyncio.Event(), asyncio.Event()
+
+    class _Ending:
+        async def write(self, _message: bytes) -> None:
+            started.set()
+            await fail.wait()
+            raise RuntimeError("execute_batch failed: the stream ended")
+
+    replies = _Replies(_Ending())  # type: ignore[arg-type]
+    sender = asyncio.create_task(replies.send(api_pb2.ReplyFrame(id=1)))
+    await started.wait()
+    sender.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await sender
+    fail.set()
+    for _ in range(3):
+        await asyncio.sleep(0)
+    del sender
+    gc.collect()
+    loop.set_exception_handler(None)
+    assert unretrieved == []
