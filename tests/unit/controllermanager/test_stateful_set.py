@@ -436,19 +436,28 @@ def deleted_pods(fake: FakeClient) -> list[str]:
     return [a.name for a in fake.actions if a.verb == "delete" and a.resource == "pods"]
 
 
+async def update_revision(fake: FakeClient, old: str) -> str:
+    """The set's update revision once its status names one other than `old`: the controller
+    deletes a pod for the update before it writes the status (updateStatefulSet, then
+    updateStatefulSetStatus), so a deletion seen does not mean the status is written yet."""
+    await wait_until(lambda: stored_set(fake).status.update_revision != old)
+    return stored_set(fake).status.update_revision
+
+
 async def test_max_unavailable_replaces_that_many_pods_at_once() -> None:
     clock = FakeClock()
     strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2}}
     fake = FakeClient(make_set(strategy=strategy), clock=clock)
     async with running(fake, clock):
         await _three_ready(fake)
+        old = stored_set(fake).status.current_revision
         fake.clear_actions()
         await fake.patch(types_pb2.StatefulSet, "web", V2, "default")
         await wait_until(lambda: sorted(deleted_pods(fake)) == ["web-1", "web-2"])
         await settle()
         # Two are unavailable: web-0 waits for them.
         assert deleted_pods(fake) == ["web-2", "web-1"]
-        new = stored_set(fake).status.update_revision
+        new = await update_revision(fake, old)
         await wait_until(lambda: revisions(fake).get("web-1") == new)
         await make_ready(fake, "web-1")
         await wait_until(lambda: revisions(fake).get("web-2") == new)
@@ -465,10 +474,11 @@ async def test_without_max_unavailable_stateful_set_one_pod_at_a_time() -> None:
     before_1_35 = ssu.StatefulSetOptions(max_unavailable=False)
     async with running(fake, clock, before_1_35):
         await _three_ready(fake)
+        old = stored_set(fake).status.current_revision
         fake.clear_actions()
         await fake.patch(types_pb2.StatefulSet, "web", V2, "default")
         await wait_until(lambda: deleted_pods(fake) == ["web-2"])
-        new = stored_set(fake).status.update_revision
+        new = await update_revision(fake, old)
         await wait_until(lambda: revisions(fake).get("web-2") == new)
         await settle()
         assert deleted_pods(fake) == ["web-2"]
