@@ -25,7 +25,14 @@ def test_options_refuse_what_cannot_run() -> None:
 
 
 def test_the_table_gives_virtual_wall_and_their_ratio_per_phase() -> None:
-    idle = Idle(True, Span(virtual=3600.0, wall=60.0), jumps=1200, ready=100, renewals=36000)
+    idle = Idle(
+        True,
+        Span(virtual=3600.0, wall=60.0),
+        jumps=1200,
+        ready=100,
+        renewals=36000,
+        settle_virtual=10.0,
+    )
     idle.cpu_seconds = {"apiserver": 18.0, "etcd": 3.6}
     r = Result(
         idle=[idle],
@@ -41,7 +48,8 @@ def test_the_table_gives_virtual_wall_and_their_ratio_per_phase() -> None:
         "3600",
         "60.0",
         "60.0",
-        "1200 jumps; 100/100 nodes Ready after; CPU ms per renewal (36000): apiserver 0.500, "
+        "1200 jumps; 100/100 nodes Ready after; measured after 10 virtual s of the nodes' "
+        "start-up; CPU ms per renewal (36000): apiserver 0.500, "
         "etcd 0.100, kubelet -, controllermanager -, scheduler -",
     ]
     assert rows["autoscaler scale-up, 3 nodes"] == ["40", "2.0", "20"]
