@@ -158,7 +158,7 @@ async def idle_phase(cluster: Cluster, opts: Options, batch: bool, r: Result) ->
         args = [f"--node-lease-batch={str(batch).lower()}"]
         await start_hollow_kubelet(cluster, client, opts.nodes, "hollow", args)
         await client.set_clock_rate(0)
-        idle_start = await _settle_nodes(client, opts.nodes)
+        settled = await _settle_nodes(client, opts.nodes)
         held = await client.clock_status()
         start = _Measure(held.segment.base_virtual)
         generation = held.segment.generation
@@ -168,7 +168,7 @@ async def idle_phase(cluster: Cluster, opts: Options, batch: bool, r: Result) ->
         with anyio.fail_after(PHASE_TIMEOUT):
             done = await client.advance_clock(opts.hours * 3600)
         cores = meter.stop()
-        idle = Idle(batch, start.span(done.now), settle_virtual=idle_start)
+        idle = Idle(batch, start.span(done.now), settle_virtual=settled)
         idle.cpu_seconds = {name: c * meter.wall for name, c in cores.items()}
         idle.renewals = round(opts.nodes * idle.span.virtual / DEFAULT_LEASE_RENEW_INTERVAL)
         idle.jumps = done.segment.generation - generation
