@@ -61,6 +61,11 @@ def test_chaos_ci_profile_breaks_no_invariant(
     assert set(report.faults_by_kind) == set(KINDS), report.faults_by_kind
     assert report.scaling is not None and report.scaling["scale_ups"] > 0, report.scaling
     assert report.scaling["nodes_deleted"] > 0, report.scaling
-    assert report.pods_bound > 0
+    # The profile's pods go 20 s after creation, and the workload ends before the check: the
+    # pods left then are those whose deletion failed under a fault, none in a run whose faults
+    # outlast the workload. What counts is that pods were bound, and that each left that fits
+    # is bound.
+    assert report.pods_ever_bound > 0, "\n" + report.table()
+    assert report.pods_bound == report.pods_expected, "\n" + report.table()
     assert report.recovery_s, "no binding after any restart"
     assert not report.violations, "\n" + report.table()
