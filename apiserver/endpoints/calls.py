@@ -249,12 +249,20 @@ def requester(context: Context[_R]) -> identity.Requester:
 
 def authenticated_stream(
     behaviour: Callable[[bytes, Context[_R]], AsyncIterator[_R]],
-) -> Callable[[bytes, Context[_R]], AsyncIterator[_R]]:
+) -> Callable[[bytes, Context[_R]], Awaitable[None]]:
     """The server stream (Watch) behind authentication, before anything reads its request,
     as `Calls.authenticated` (a watch is no call the event-driven clock counts: a refused one
-    is not counted either, as `authorized_stream`'s)."""
+    is not counted either, as `authorized_stream`'s); the handler gRPC runs.
 
-    async def authenticated(data: bytes, context: Context[_R]) -> AsyncGenerator[_R, None]:
+    It writes each item itself rather than being a generator gRPC iterates: a call cancelled
+    while a write waits on a client that does not read (a frozen process; the server's
+    drain) leaves a generator suspended at its `yield`, which gRPC drops and the event
+    loop's finalizer closes later in a task of its own, where the watch's context variables
+    cannot be reset ("created in a different Context", never retrieved) and priority and
+    fairness's seats wait for it. A write cancelled here closes the chain in the call's own
+    task, at once."""
+
+    async def authenticated(data: bytes, context: Context[_R]) -> None:
         try:
             found = identity.requester_of_grpc(context)
         except ApiError as e:
@@ -263,7 +271,7 @@ def authenticated_stream(
         _REQUESTER.set(found)  # (the call's own task: gone with it)
         async with contextlib.aclosing(behaviour(data, context)) as it:  # type: ignore[type-var]
             async for item in it:
-                yield item
+                await context.write(item)
 
     return authenticated
 

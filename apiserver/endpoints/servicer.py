@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any, Final
 
 import anyio
@@ -291,7 +291,7 @@ class ApiService:
 
     def _watch_handler(
         self, limiter: Limiter | None
-    ) -> Callable[[bytes, Context[bytes]], AsyncIterator[bytes]]:
+    ) -> Callable[[bytes, Context[bytes]], Awaitable[None]]:
         behaviour = authorized_stream(
             self._calls, "Watch", wire.unary_stream(self.watch, api_pb2.WatchRequest), _decode_watch
         )
