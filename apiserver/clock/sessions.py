@@ -235,6 +235,15 @@ class Sessions:
                     s.identity,
                     PROBE_TIMEOUT,
                 )
+                # Nor does its announced boot hold the clock any longer (frozen before it
+                # answered idle, it would until the announcement's ttl): its session is
+                # there, and counts again, busy or idle, once it answers.
+                if self._expected.pop(s.report.boot_token, None) is not None:
+                    logger.info(
+                        "event-driven clock: no longer waiting for the boot of %s (%s)",
+                        s.component,
+                        s.identity,
+                    )
             else:
                 latest.pop(s, None)
         return True

@@ -15,7 +15,7 @@ from kemu.api.v1 import clock_pb2, types_pb2
 from kemu.client.client import Client
 from kemu.machinery.convert import parse_time
 from kemu.machinery.errors import NotFound
-from kemu.machinery.virtual_time import ClockMode
+from kemu.machinery.virtual_time import BOOT_TOKEN_ENV, ClockMode
 from kemu.testing import Cluster, make_pod
 from kemu.testing.eventually import eventually
 from kemu.testing.names import unique_name
@@ -353,6 +353,31 @@ async def test_at_rate_max_the_clock_does_not_jump_past_a_booting_kubelet(
             await client.set_clock_rate(1)
             cluster.terminate("kubelet-n2")
             await client.delete(types_pb2.Node, "n2")
+
+
+async def test_a_kubelet_frozen_before_its_boot_was_seen_does_not_hold_the_clock(
+    cluster: Cluster,
+) -> None:
+    """A component announced as booting holds the clock until its session answers a probe
+    idle; one frozen (SIGSTOP) before any probe saw it (started while the clock ran at rate
+    1, where nothing probes) is left out as every frozen one is, its announcement with it,
+    rather than holding the clock for the announcement's ttl (here ten minutes)."""
+    async with Client(cluster.server) as client:
+        await client.set_clock_rate(1)
+        kubelet = cluster.start_kubelet("n3")
+        try:
+            kubelet.pause()
+            token = (kubelet.env or {})[BOOT_TOKEN_ENV]
+            await client.expect_clock_session(token, 600)
+            await client.set_clock_rate(0)
+            before = (await client.clock_status()).now
+            done = await client.advance_clock(60, timeout=60)
+            assert done.now == pytest.approx(before + 60, abs=0.001)
+        finally:
+            kubelet.resume()
+            await client.set_clock_rate(1)
+            cluster.terminate("kubelet-n3")
+            await client.delete(types_pb2.Node, "n3")
 
 
 async def test_a_component_that_fails_to_start_does_not_hold_the_clock(cluster: Cluster) -> None:
