@@ -228,10 +228,12 @@ class _Apiserver:
         if cluster_clock is not None:
 
             def caught_up() -> bool:
-                """Every write of this apiserver seen by its watch cache, every frame taken."""
+                """Every write of this apiserver seen by its watch cache, every frame taken
+                (but those for a frozen process: time goes on without it)."""
+                frozen = cluster_clock.sessions.frozen()
                 return all(
                     caches[r].event_revision >= rev for r, rev in registry.store.written.items()
-                ) and not any(c.buffered() for c in caches.values())
+                ) and not any(c.buffered(frozen) for c in caches.values())
 
             cluster_clock.watch_quiescence(caught_up)
 

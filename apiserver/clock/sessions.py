@@ -170,6 +170,11 @@ class Sessions:
         for session in list(self.live.values()):
             session.outbound.close()
 
+    def frozen(self) -> set[str]:
+        """The identities of the sessions left out as frozen or hung (a probe unanswered):
+        what is waiting to be sent to them is no work the clock waits for."""
+        return {s.identity for s in self.live.values() if not s.responsive and s.identity}
+
     def timers(self) -> int:
         """The pending timers the sessions last reported."""
         return sum(s.report.timers for s in self.live.values())

@@ -78,6 +78,7 @@ class Watches:
         sent = self._metrics.watch_events.labels(req.resource)
         bookmarks = req.allow_watch_bookmarks
         identity = metadata_value(context, CLOCK_IDENTITY_KEY)
+        watcher.client = identity
         activity = self._activity
         if identity:
             # (which apiserver sends these events: a component counts them per incarnation)

@@ -32,7 +32,7 @@ import bisect
 import itertools
 import logging
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass, field
 from typing import Final, Protocol
 
@@ -155,6 +155,9 @@ class Watcher:
     trigger: str | None = None
     """The value of the cache's trigger field this watcher's filter requires (then it is
     kept by it), or None."""
+    client: str = ""
+    """The clock session identity of the process that watches ("": untagged), for the
+    event-driven clock (`buffered`)."""
 
     def _matches(self, co: CachedObject | None) -> bool:
         if co is None:
@@ -650,9 +653,15 @@ class WatchCache:
     def watcher_count(self) -> int:
         return len(self._watchers)
 
-    def buffered(self) -> int:
-        """Frames queued for watchers that their senders have not taken yet."""
-        return sum(w.send.statistics().current_buffer_used for w in self._watchers)
+    def buffered(self, frozen: Container[str] = ()) -> int:
+        """Frames queued for watchers that their senders have not taken yet, but those of
+        the clients in `frozen` (a process that stopped reading holds its sender at a write
+        the transport cannot take: its frames wait for it, as time does not)."""
+        return sum(
+            w.send.statistics().current_buffer_used
+            for w in self._watchers
+            if not (w.client and w.client in frozen)
+        )
 
     @property
     def event_revision(self) -> int:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from kemu.api.v1 import clock_pb2, types_pb2
 from kemu.client.client import Client
@@ -378,6 +379,41 @@ async def test_a_kubelet_frozen_before_its_boot_was_seen_does_not_hold_the_clock
             await client.set_clock_rate(1)
             cluster.terminate("kubelet-n3")
             await client.delete(types_pb2.Node, "n3")
+
+
+def _node_watchers(cluster: Cluster) -> float:
+    for family in text_string_to_metric_families(cluster.component("apiserver").scrape()):
+        if family.name == "apiserver_registered_watchers":
+            return sum(s.value for s in family.samples if s.labels.get("resource") == "nodes")
+    return 0.0
+
+
+async def test_time_goes_on_while_a_frozen_kubelets_watch_waits_to_be_read(
+    cluster: Cluster,
+) -> None:
+    """A frozen kubelet reads none of its watches: once gRPC's flow control windows and the
+    sockets' buffers are full (6 MB of changes to its Node), the apiserver's frames for it
+    wait in its watcher's buffer. They are no work of the cluster's: time goes on without
+    it (the frames wait for it, and its watch is still there when it is resumed), rather
+    than holding the clock until the watch is ended."""
+    kubelet = cluster.processes["kubelet-n1"]
+    async with Client(cluster.server) as client:
+        await client.set_clock_rate(0)
+        watching = _node_watchers(cluster)
+        kubelet.pause()
+        try:
+            for i in range(300):
+                big = {"kemu.test/big": str(i % 10) * 20_000}
+                await client.patch(types_pb2.Node, "n1", {"metadata": {"annotations": big}})
+            before = (await client.clock_status()).now
+            done = await client.advance_clock(60, timeout=60)
+            assert done.now == pytest.approx(before + 60, abs=0.001)
+            assert _node_watchers(cluster) == watching, "a watch of the frozen kubelet ended"
+        finally:
+            kubelet.resume()
+            await client.set_clock_rate(1)
+            removed = {"metadata": {"annotations": {"kemu.test/big": None}}}
+            await client.patch(types_pb2.Node, "n1", removed)
 
 
 async def test_a_component_that_fails_to_start_does_not_hold_the_clock(cluster: Cluster) -> None:
