@@ -246,8 +246,8 @@ def _add_authentication_flags(parser: argparse.ArgumentParser) -> None:
         default="",
         metavar="FILE",
         help="Path to the file that contains the current private key of the service account "
-        "token issuer (RSA, PEM). kemu only: without it a key is drawn at start, and tokens "
-        "issued before a restart no longer verify",
+        "token issuer (RSA, PEM). kemu only: without it a key is drawn for the first token, "
+        "and tokens issued before a restart no longer verify",
     )
     parser.add_argument(
         "--service-account-key-file",

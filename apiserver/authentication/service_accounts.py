@@ -27,6 +27,7 @@ import logging
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Final, Protocol
 
 from cryptography.exceptions import InvalidSignature
@@ -210,7 +211,7 @@ class AuthenticationSettings:
     anonymous: bool = True
     issuers: tuple[str, ...] = (DEFAULT_ISSUER,)
     signing_key: rsa.RSAPrivateKey | None = None
-    """None: one drawn at start."""
+    """None: one drawn for the first token (ServiceAccountTokens.key)."""
     public_keys: tuple[rsa.RSAPublicKey, ...] = ()
     api_audiences: tuple[str, ...] = ()
     max_expiration: int = 0
@@ -222,7 +223,10 @@ class ServiceAccountTokens:
     """The apiserver's issuer and authenticator of ServiceAccount tokens (its
     --service-account-* flags and --api-audiences)."""
 
-    signing_key: rsa.RSAPrivateKey
+    signing_key: rsa.RSAPrivateKey | None = None
+    """None (no --service-account-signing-key-file): a key drawn when the first token is
+    signed (`key`), an RSA key's tenth of a second of CPU, or more, that an apiserver
+    minting none does not spend; until then no token can be its own."""
     issuers: Sequence[str] = (DEFAULT_ISSUER,)
     """The first signs; a token of any of them is accepted."""
     public_keys: Sequence[rsa.RSAPublicKey] = ()
@@ -239,8 +243,23 @@ class ServiceAccountTokens:
     def audiences(self) -> Sequence[str]:
         return tuple(self.api_audiences) or tuple(self.issuers)
 
+    @cached_property
+    def key(self) -> rsa.RSAPrivateKey:
+        """What signs: the configured key, else one drawn now (once)."""
+        if self.signing_key is not None:
+            return self.signing_key
+        key = new_signing_key()
+        logger.info(
+            "no --service-account-signing-key-file: service account tokens are signed with a "
+            "key drawn for this apiserver's first token (key id %s)",
+            key_id(key.public_key()),
+        )
+        return key
+
     def _verifiers(self) -> list[rsa.RSAPublicKey]:
-        return [self.signing_key.public_key(), *self.public_keys]
+        # (a key not drawn yet has signed nothing: not drawn for a verification)
+        own = self.signing_key is not None or "key" in self.__dict__
+        return [*([self.key.public_key()] if own else []), *self.public_keys]
 
     # ------------------------------------------------------------ TokenRequest
 
@@ -296,7 +315,7 @@ class ServiceAccountTokens:
                 "boundObjectRef": ref,
             },
             "status": {
-                "token": sign(claims, self.signing_key),
+                "token": sign(claims, self.key),
                 "expirationTimestamp": convert.format_time(
                     convert.timestamp(now + expiration), "second"
                 ),
@@ -492,17 +511,10 @@ def _ref(meta: types_pb2.ObjectMeta) -> dict[str, str]:
 def service_account_tokens(
     settings: AuthenticationSettings, now: Callable[[], float]
 ) -> ServiceAccountTokens:
-    """The apiserver's tokens from its flags (a signing key drawn when none is given)."""
-    key = settings.signing_key
-    if key is None:
-        key = new_signing_key()
-        logger.info(
-            "no --service-account-signing-key-file: service account tokens are signed with a "
-            "key drawn at start (key id %s)",
-            key_id(key.public_key()),
-        )
+    """The apiserver's tokens from its flags (a signing key drawn when first needed if none
+    is given)."""
     return ServiceAccountTokens(
-        signing_key=key,
+        signing_key=settings.signing_key,
         issuers=settings.issuers,
         public_keys=settings.public_keys,
         api_audiences=settings.api_audiences,

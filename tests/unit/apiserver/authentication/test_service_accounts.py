@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
 
+from apiserver.authentication import service_accounts
 from apiserver.authentication.service_accounts import (
     EXTENDED_EXPIRATION,
     ServiceAccountTokens,
@@ -181,9 +183,35 @@ def test_another_issuers_or_a_non_jwt_token_is_not_this_authenticators() -> None
     with pytest.raises(Unauthorized):
         tokens.authenticate(forged.token_request({}, sa, objects)["status"]["token"], objects)
     # a key given with --service-account-key-file verifies too
-    rotated = _tokens(clock, public_keys=(forged.signing_key.public_key(),))
+    rotated = _tokens(clock, public_keys=(forged.key.public_key(),))
     token = forged.token_request({}, sa, objects)["status"]["token"]
     assert rotated.authenticate(token, objects) is not None
+
+
+def test_without_a_signing_key_one_is_drawn_for_the_first_token_and_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No --service-account-signing-key-file: the key is drawn when the first token is
+    signed, once (a verification before it draws none: no token can be its own yet)."""
+    drawn: list[rsa.RSAPrivateKey] = []
+
+    def draw() -> rsa.RSAPrivateKey:
+        drawn.append(new_signing_key())
+        return drawn[-1]
+
+    monkeypatch.setattr(service_accounts, "new_signing_key", draw)
+    clock = Clock()
+    objects, sa = _world()
+    tokens = ServiceAccountTokens(now=clock.now)
+    forged = _tokens(clock).token_request({}, sa, objects)["status"]["token"]
+    with pytest.raises(Unauthorized):
+        tokens.authenticate(forged, objects)
+    assert drawn == []
+    first = tokens.token_request({}, sa, objects)["status"]["token"]
+    second = tokens.token_request({}, sa, objects)["status"]["token"]
+    assert len(drawn) == 1
+    for token in (first, second):
+        assert tokens.authenticate(token, objects) is not None
 
 
 def test_the_kubelets_pod_tokens_are_extended_to_a_year_with_warnafter() -> None:
