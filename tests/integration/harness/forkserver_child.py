@@ -2,6 +2,7 @@
 it prints what a process can see of how it was started, then `exit CODE`, `sleep` (until a
 signal) or `raise` (an uncaught exception)."""
 
+import gc
 import os
 import random
 import signal
@@ -16,6 +17,7 @@ def main() -> int:
     print(f"sid={os.getsid(0)} pid={os.getpid()}")
     print(f"random={random.getrandbits(64)}")
     print(f"sigterm_default={signal.getsignal(signal.SIGTERM) == signal.SIG_DFL}")
+    print(f"frozen={gc.get_freeze_count()}")
     sys.stdout.flush()
     action = sys.argv[1]
     if action == "sleep":

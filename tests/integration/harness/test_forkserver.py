@@ -67,6 +67,16 @@ def test_a_forked_child_is_started_as_python_dash_m_would_start_it(
     assert field(proc, "sigterm_default") == "True"
 
 
+def test_what_the_server_imported_is_out_of_the_childs_collections(
+    server: ForkServer, tmp_path: Path
+) -> None:
+    """The server freezes what its imports left alive before it forks (gc.freeze): no
+    child's collection walks those objects again."""
+    proc = child(server, tmp_path, "frozen", "exit", "0")
+    assert proc.wait(10) == 0
+    assert int(field(proc, "frozen")) > 1000
+
+
 def test_an_uncaught_exception_prints_its_traceback_and_exits_1(
     server: ForkServer, tmp_path: Path
 ) -> None:
