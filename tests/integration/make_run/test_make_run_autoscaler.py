@@ -92,10 +92,13 @@ async def test_make_run_scales_pool_a_up_and_down_driven_only_by_kemuctl(
 
     await eventually(told_why, timeout=30, interval=1)
 
+    # The cluster's time is read before the delete: at rate max a read after it came tens of
+    # virtual seconds late (a kemuctl start is half a wall second), and the interval read
+    # 582 s for an unneeded time of 600. Read before, it is at least the true one.
+    deleted_at = cluster_now(run)
     done = kemuctl("delete", "-f", str(EXAMPLE))
     assert done.returncode == 0, done.stderr
     deleted = time.monotonic()
-    deleted_at = cluster_now(run)
 
     def pool_gone() -> bool:
         left = get_json("nodes", "-l", f"{GROUP_LABEL}=pool-a")["items"]
