@@ -11,11 +11,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from kemu.client.client import Client
 from kemu.testing import Cluster, eventually, make_pod
 from kemu.testing.namespaces import create_namespace
+from tests.integration.autoscaler.autoscaler_env import sample
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -35,10 +35,7 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
 
 
 def _pod_watchers(cluster: Cluster) -> float:
-    for family in text_string_to_metric_families(cluster.component("apiserver").scrape()):
-        if family.name == "apiserver_registered_watchers":
-            return sum(s.value for s in family.samples if s.labels.get("resource") == "pods")
-    return 0.0
+    return sample(cluster, "apiserver", "apiserver_registered_watchers", {"resource": "pods"})
 
 
 async def test_a_watch_whose_frozen_client_goes_away_ends_in_its_own_call(

@@ -10,7 +10,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from kemu.api.v1 import clock_pb2, types_pb2
 from kemu.client.client import Client
@@ -22,7 +21,7 @@ from kemu.testing.eventually import eventually
 from kemu.testing.names import unique_name
 from kemu.testing.namespaces import create_namespace
 from kemu.testing.processes import ProcessStartError, python_env, run_python_module
-from tests.integration.autoscaler.autoscaler_env import open_clients
+from tests.integration.autoscaler.autoscaler_env import open_clients, sample
 
 SHUTDOWN = "kubelet.kemu.io/shutdown-duration"
 
@@ -382,10 +381,7 @@ async def test_a_kubelet_frozen_before_its_boot_was_seen_does_not_hold_the_clock
 
 
 def _node_watchers(cluster: Cluster) -> float:
-    for family in text_string_to_metric_families(cluster.component("apiserver").scrape()):
-        if family.name == "apiserver_registered_watchers":
-            return sum(s.value for s in family.samples if s.labels.get("resource") == "nodes")
-    return 0.0
+    return sample(cluster, "apiserver", "apiserver_registered_watchers", {"resource": "nodes"})
 
 
 async def test_time_goes_on_while_a_frozen_kubelets_watch_waits_to_be_read(
