@@ -6,12 +6,12 @@ the autoscaler mid-scale-up and mid-drain, a paused scheduler leader; partitions
 scheduler leader, a kubelet, an apiserver from etcd and an etcd member from its peers, a slow
 etcd, skewed clocks, dropped watches) during pod churn with
 priorities, preemption, slow PreBinds, resizes and deletions, and scale-ups and scale-downs
-of a node group; no invariant may break. By default the schedulers elect as upstream (a stale
-leader's write is counted, not a violation); with fencing none may land. A failure prints
-the seed and the fault timeline; `python -m kemu.chaos --profile ci --seed N [--fencing]`
-replays it (or KEMU_TEST_SEED=N for this test). Also with the cluster on the virtual clock
-(`--clock virtual`, rate 1: every apiserver kill must keep the clock). About two minutes each:
-the longest tests of the suite."""
+of a node group; no invariant may break. With fencing no stale leader's write may land; with
+the cluster on the virtual clock (`--clock virtual`, rate 1) every apiserver kill must keep
+the clock. The run with upstream's election on the real clock is the command line's, in
+test_timeline_browser.py, which also opens its picture. A failure prints the seed and the
+fault timeline; `python -m kemu.chaos --profile ci --seed N [--fencing]` replays it (or
+KEMU_TEST_SEED=N for this test). About two minutes each: the longest tests of the suite."""
 
 from __future__ import annotations
 
@@ -24,9 +24,9 @@ import pytest
 from kemu.chaos.leaders import Election
 from kemu.chaos.profiles import CI
 from kemu.chaos.runner import ChaosRun
-from kemu.chaos.schedule import KINDS
 from kemu.machinery.virtual_time import ClockMode
 from kemu.testing.rand import SeededRandom
+from tests.integration.drivers.chaos_checks import assert_the_run_held
 
 pytestmark = [pytest.mark.integration, pytest.mark.long]
 
@@ -35,12 +35,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.long]
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize(
     ("election", "clock"),
-    [
-        (Election.UPSTREAM, ClockMode.REAL),
-        (Election.FENCED, ClockMode.REAL),
-        (Election.UPSTREAM, ClockMode.VIRTUAL),
-    ],
-    ids=["upstream", "fencing", "upstream-virtual-clock"],
+    [(Election.FENCED, ClockMode.REAL), (Election.UPSTREAM, ClockMode.VIRTUAL)],
+    ids=["fencing", "upstream-virtual-clock"],
 )
 def test_chaos_ci_profile_breaks_no_invariant(
     tmp_path: Path, rng: SeededRandom, election: Election, clock: ClockMode
@@ -55,17 +51,4 @@ def test_chaos_ci_profile_breaks_no_invariant(
     report = run.run()
     assert report.fencing is (election is Election.FENCED)
     assert report.clock == clock.value
-    if report.fencing:
-        assert report.stale_leader_writes == [], "\n" + report.table()
-    assert report.faults >= 15
-    assert set(report.faults_by_kind) == set(KINDS), report.faults_by_kind
-    assert report.scaling is not None and report.scaling["scale_ups"] > 0, report.scaling
-    assert report.scaling["nodes_deleted"] > 0, report.scaling
-    # The profile's pods go 20 s after creation, and the workload ends before the check: the
-    # pods left then are those whose deletion failed under a fault, none in a run whose faults
-    # outlast the workload. What counts is that pods were bound, and that each left that fits
-    # is bound.
-    assert report.pods_ever_bound > 0, "\n" + report.table()
-    assert report.pods_bound == report.pods_expected, "\n" + report.table()
-    assert report.recovery_s, "no binding after any restart"
-    assert not report.violations, "\n" + report.table()
+    assert_the_run_held(report.to_json(), report.table())
