@@ -27,7 +27,6 @@ import logging
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any, Final, Protocol
 
 from cryptography.exceptions import InvalidSignature
@@ -243,23 +242,35 @@ class ServiceAccountTokens:
     def audiences(self) -> Sequence[str]:
         return tuple(self.api_audiences) or tuple(self.issuers)
 
-    @cached_property
-    def key(self) -> rsa.RSAPrivateKey:
-        """What signs: the configured key, else one drawn now (once)."""
+    _drawn: list[rsa.RSAPrivateKey] = field(
+        default_factory=list, init=False, repr=False, compare=False
+    )
+    """The key drawn for the first token when none is configured (one at most)."""
+
+    def _own_key(self) -> rsa.RSAPrivateKey | None:
+        """The key that signs, once there is one (configured, or drawn)."""
         if self.signing_key is not None:
             return self.signing_key
-        key = new_signing_key()
-        logger.info(
-            "no --service-account-signing-key-file: service account tokens are signed with a "
-            "key drawn for this apiserver's first token (key id %s)",
-            key_id(key.public_key()),
-        )
+        return self._drawn[0] if self._drawn else None
+
+    @property
+    def key(self) -> rsa.RSAPrivateKey:
+        """What signs: the configured key, else one drawn now (once)."""
+        key = self._own_key()
+        if key is None:
+            key = new_signing_key()
+            self._drawn.append(key)
+            logger.info(
+                "no --service-account-signing-key-file: service account tokens are signed "
+                "with a key drawn for this apiserver's first token (key id %s)",
+                key_id(key.public_key()),
+            )
         return key
 
     def _verifiers(self) -> list[rsa.RSAPublicKey]:
-        # (a key not drawn yet has signed nothing: not drawn for a verification)
-        own = self.signing_key is not None or "key" in self.__dict__
-        return [*([self.key.public_key()] if own else []), *self.public_keys]
+        # (a key not drawn yet has signed nothing: none is drawn for a verification)
+        own = self._own_key()
+        return [*([own.public_key()] if own is not None else []), *self.public_keys]
 
     # ------------------------------------------------------------ TokenRequest
 
